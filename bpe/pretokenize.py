@@ -1,0 +1,126 @@
+"""Pre-tokenization: split text into the pieces that merges never cross.
+
+The presets are exactly the patterns tiktoken uses for r50k_base (GPT-2),
+cl100k_base and o200k_base. Any other string is taken as a regex.
+
+Bytes that are not valid UTF-8 are split losslessly: they are decoded with
+``surrogateescape`` (each bad byte becomes one lone surrogate U+DC80..U+DCFF,
+which the patterns treat as punctuation), split, and every piece is encoded back
+with the same handler, giving exactly the original bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator, Sequence
+
+import regex
+
+GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+
+CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+
+O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+
+PRESETS = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN}
+
+
+def resolve_pattern(pattern: str) -> str:
+    """Returns the regex for a preset name, or ``pattern`` itself if it is not one."""
+    return PRESETS.get(pattern, pattern)
+
+
+def compile_pattern(pattern: str) -> "regex.Pattern[str]":
+    """Compiles a preset name or a regex; an invalid regex is a ValueError saying why."""
+    source = resolve_pattern(pattern)
+    if not source:
+        raise ValueError("invalid pre-tokenizer pattern: it is empty")
+    try:
+        compiled = regex.compile(source)
+    except regex.error as e:
+        raise ValueError(f"invalid pre-tokenizer regex {source!r}: {e}") from None
+    return compiled
+
+
+def to_text(data: bytes | str) -> tuple[str, str]:
+    """Turns input into (text, errors) such that ``piece.encode("utf-8", errors)``
+    gives back each piece's original bytes."""
+    if isinstance(data, str):
+        # A str may hold lone surrogates (U+D800..U+DFFF); keep them as their
+        # 3-byte forms rather than fail or replace them.
+        return data, "surrogatepass"
+    try:
+        return data.decode("utf-8"), "strict"
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "surrogateescape"), "surrogateescape"
+
+
+class PreTokenizer:
+    """Splits text into pieces with a regex, optionally splitting out special tokens first.
+
+    Args:
+      pattern: a preset name (``gpt2``, ``cl100k``, ``o200k``) or a regex.
+      special_tokens: strings that may be split out as whole tokens, when allowed.
+    """
+
+    def __init__(self, pattern: str = "gpt2", special_tokens: Sequence[str] = ()):
+        self.pattern = resolve_pattern(pattern)
+        self.regex = compile_pattern(pattern)
+        # The presets match every character, so findall loses nothing. A custom
+        # regex may not: the text between its matches becomes pieces of its own.
+        self.split = self.regex.findall if self.pattern in PRESETS.values() else self._split_keeping_gaps
+        self.special_tokens = tuple(special_tokens)
+        self._special_regex_cache: dict[frozenset[str], regex.Pattern] = {}
+
+    def pieces(self, data: bytes | str) -> list[bytes]:
+        """The pieces of ``data`` as bytes; their concatenation is the input's bytes."""
+        text, errors = to_text(data)
+        return [piece.encode("utf-8", errors) for piece in self.split(text)]
+
+    def _split_keeping_gaps(self, text: str) -> list[str]:
+        pieces = []
+        end = 0
+        for match in self.regex.finditer(text):
+            if match.start() > end:
+                pieces.append(text[end : match.start()])
+            if match.end() > match.start():
+                pieces.append(match.group())
+            end = match.end()
+        if end < len(text):
+            pieces.append(text[end:])
+        return pieces
+
+    def segments(self, text: str, allowed_special: Iterable[str] = ()) -> Iterator[tuple[str, bool]]:
+        """Yields (segment, is_special): ordinary text between allowed special tokens.
+
+        Longer special tokens win over shorter ones starting at the same place.
+        """
+        allowed = frozenset(allowed_special)
+        if not allowed:
+            if text:
+                yield text, False
+            return
+        finder = self._special_regex_cache.get(allowed)
+        if finder is None:
+            ordered = sorted(allowed, key=lambda s: (-len(s), s))
+            finder = regex.compile("|".join(regex.escape(s) for s in ordered))
+            self._special_regex_cache[allowed] = finder
+        start = 0
+        for match in finder.finditer(text):
+            if match.start() > start:
+                yield text[start : match.start()], False
+            yield match.group(), True
+            start = match.end()
+        if start < len(text):
+            yield text[start:], False

@@ -1,0 +1,1 @@
+"""Beam PTransforms and DoFns for reading corpora, counting pre-tokens, encoding and decoding."""
