@@ -10,16 +10,14 @@ import argparse
 import importlib
 import sys
 
+from pipeline.errors import UserError
+
 # Each subcommand lives in its own module with add_arguments(parser) and run(args, beam_args) -> int.
 COMMANDS = {
     "train": ("pipeline.train", "train a byte-level BPE tokenizer on a sharded corpus"),
     "encode": ("pipeline.encode", "encode a corpus into token-ID Parquet shards"),
     "decode": ("pipeline.decode", "decode token-ID shards or a stream of IDs back to text"),
 }
-
-
-class UserError(Exception):
-    """A mistake the user can fix; reported as one line, exit code 2, no traceback."""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,8 @@
+"""Errors the command line reports as one clear line instead of a traceback."""
+
+
+class UserError(Exception):
+    """A mistake the user can fix (missing input, bad flag, unreadable file).
+
+    The CLI prints it as ``beam-bpe CMD: error: MESSAGE`` and exits with code 2.
+    """
