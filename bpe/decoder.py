@@ -1,0 +1,101 @@
+"""Decoding token IDs to bytes and text, in one go or as a stream.
+
+The stream decoder never emits half a character: it relies on Python's
+incremental UTF-8 decoder, which holds back an incomplete tail, turns bytes into
+U+FFFD as soon as they are known to be invalid, and agrees with the one-shot
+decoder, so that for any IDs the concatenated stream output equals
+``decode_bytes(ids).decode("utf-8", "replace")``.
+"""
+
+from __future__ import annotations
+
+import codecs
+from typing import Iterable, Sequence
+
+
+class Decoder:
+    """Turns IDs into bytes with a lookup table of every token's bytes.
+
+    Args:
+      token_bytes: the bytes of token ID i at position i.
+      special_ids: IDs of special tokens (dropped when asked to skip them).
+    """
+
+    def __init__(self, token_bytes: Sequence[bytes], special_ids: Iterable[int] = ()):
+        self.vocab_size = len(token_bytes)
+        self.token_bytes = dict(enumerate(token_bytes))
+        self.special_ids = frozenset(special_ids)
+        # A token that is whole characters by itself streams out without touching
+        # the incremental decoder: the common case, and the fast path.
+        self.token_text: dict[int, str] = {}
+        for token_id, data in self.token_bytes.items():
+            try:
+                self.token_text[token_id] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                pass
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        try:
+            return b"".join(map(self.token_bytes.__getitem__, ids))
+        except (KeyError, TypeError) as e:
+            raise self.invalid_id(e.args[0] if isinstance(e, KeyError) else None) from None
+
+    def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
+        return self.decode_bytes(ids).decode("utf-8", errors)
+
+    def invalid_id(self, token_id) -> ValueError:
+        if not hasattr(token_id, "__index__"):
+            return ValueError(f"token ID {token_id!r} is not an integer")
+        return ValueError(
+            f"token ID {token_id!r} is out of range: the vocabulary has {self.vocab_size} "
+            f"tokens (IDs 0..{self.vocab_size - 1})"
+        )
+
+    def stream(self, skip_special_tokens: bool = False) -> "StreamDecoder":
+        return StreamDecoder(self, skip_special_tokens)
+
+
+class StreamDecoder:
+    """Decodes IDs one at a time, emitting only complete characters.
+
+    ``step(id)`` returns the text that became complete (often "" while a
+    character is still incomplete); ``flush()`` ends the stream, turning an
+    incomplete tail into U+FFFD. ``prefill(ids)`` feeds a prompt's IDs without
+    emitting them, so that the first generated ID continues a character the
+    prompt began.
+    """
+
+    def __init__(self, decoder: Decoder, skip_special_tokens: bool = False):
+        self._token_bytes = decoder.token_bytes
+        self._token_text = decoder.token_text
+        self._decoder = decoder
+        self._skip = decoder.special_ids if skip_special_tokens else frozenset()
+        self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        self._holding = False  # whether the incremental decoder holds an incomplete tail
+
+    def step(self, token_id: int) -> str:
+        if not self._holding:
+            text = self._token_text.get(token_id)
+            if text is not None and token_id not in self._skip:
+                return text
+        try:
+            data = self._token_bytes[token_id]
+        except (KeyError, TypeError):
+            raise self._decoder.invalid_id(token_id) from None
+        if token_id in self._skip:
+            return ""
+        text = self._utf8.decode(data)
+        self._holding = bool(self._utf8.getstate()[0])
+        return text
+
+    def feed(self, ids: Iterable[int]) -> str:
+        """Steps through many IDs and returns all the text they complete."""
+        return "".join(map(self.step, ids))
+
+    def prefill(self, ids: Iterable[int]) -> None:
+        self.feed(ids)
+
+    def flush(self) -> str:
+        text = self._utf8.decode(b"", final=True)
+        self._holding = False
+        return text

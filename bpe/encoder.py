@@ -1,0 +1,163 @@
+"""Fast byte-level BPE encoding of single pieces, with pair-rank (merge-order) semantics.
+
+Inside one piece the encoder repeatedly takes the adjacent pair that was learned
+first and merges every occurrence of it, left to right; exactly
+``reference.encode_bytes``. Two code paths, one semantics:
+
+- short pieces (almost all of them) use a plain scan of adjacent pairs;
+- long pieces (a megabyte of one letter, CJK text without spaces) use a doubly
+  linked list and a heap of candidate pairs, O(n log n) instead of O(n^2).
+
+A piece -> IDs cache makes repeated pieces cost one dict lookup. It is bounded:
+when it outgrows ``cache_size`` it falls back to the pieces that are whole tokens.
+"""
+
+from __future__ import annotations
+
+import heapq
+from itertools import chain
+from typing import Iterable, Sequence
+
+# Pieces up to this many bytes use the simple scan; beyond it the heap wins.
+LONG_PIECE = 64
+
+
+class PieceEncoder:
+    """Encodes pre-tokenized pieces with a fixed list of merges.
+
+    Args:
+      merges: merge i joins the pair (left ID, right ID) into ID 256 + i.
+      cache_size: the most pieces kept in the piece -> IDs cache.
+    """
+
+    def __init__(self, merges: Sequence[tuple[int, int]], cache_size: int = 1 << 18):
+        self.merges = [tuple(pair) for pair in merges]
+        self.ranks: dict[tuple[int, int], int] = {}
+        for rank, pair in enumerate(self.merges):
+            # A pair listed twice keeps its first (effective) rank.
+            self.ranks.setdefault(tuple(pair), rank)
+        self.cache_size = cache_size
+        self._token_pieces = self._whole_token_pieces(merges)
+        self._cache: dict[str, list[int]] = dict(self._token_pieces)
+
+    @staticmethod
+    def _whole_token_pieces(merges: Sequence[tuple[int, int]]) -> dict[str, list[int]]:
+        """Maps the text of every token whose bytes are valid UTF-8 to its encoding."""
+        token_bytes = [bytes([b]) for b in range(256)]
+        for left, right in merges:
+            token_bytes.append(token_bytes[left] + token_bytes[right])
+        pieces: dict[str, list[int]] = {}
+        for token_id, data in enumerate(token_bytes):
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            pieces.setdefault(text, [token_id])
+        return pieces
+
+    def encode_pieces(self, pieces: Iterable[str], errors: str = "strict") -> list[int]:
+        """Encodes pieces (str, as split by the pre-tokenizer) and concatenates the IDs.
+
+        ``errors`` is the handler that turns each piece back into its original bytes
+        (see ``bpe.pretokenize.to_text``).
+        """
+        cache = self._cache
+        encoded = list(map(cache.get, pieces))
+        if None in encoded:
+            # `pieces` may be an iterator: rebuild the misses from the hits' positions.
+            if not isinstance(pieces, list):
+                raise TypeError("encode_pieces needs a list of pieces")
+            for i, ids in enumerate(encoded):
+                if ids is None:
+                    encoded[i] = self._encode_miss(pieces[i], errors)
+        return list(chain.from_iterable(encoded))
+
+    def _encode_miss(self, piece: str, errors: str) -> list[int]:
+        try:
+            data = piece.encode("utf-8")
+        except UnicodeEncodeError:
+            # Lone surrogates mean different bytes under different handlers, so
+            # such pieces are never cached.
+            return self.encode_bytes(piece.encode("utf-8", errors))
+        ids = self.encode_bytes(data)
+        if len(self._cache) >= self.cache_size:
+            self._cache = dict(self._token_pieces)
+        self._cache[piece] = ids
+        return ids
+
+    def encode_bytes(self, data: bytes) -> list[int]:
+        """Encodes one piece given as bytes (uncached)."""
+        if len(data) > LONG_PIECE:
+            return self._encode_long(data)
+        ids = list(data)
+        ranks = self.ranks
+        while len(ids) > 1:
+            best_rank = None
+            for pair in zip(ids, ids[1:]):
+                rank = ranks.get(pair)
+                if rank is not None and (best_rank is None or rank < best_rank):
+                    best_rank = rank
+            if best_rank is None:
+                break
+            ids = _merge_all(ids, self.merges[best_rank], 256 + best_rank)
+        return ids
+
+    def _encode_long(self, data: bytes) -> list[int]:
+        """O(n log n) encoding: a linked list of symbols and a heap of candidate merges.
+
+        Heap entries are (rank, position, left ID, right ID). Merging at a position
+        only creates pairs of higher rank (a merge's new ID is used only by later
+        merges), so all occurrences of one rank pop in left-to-right order before
+        any later rank: the same result as merging the best pair everywhere at once.
+        Stale entries are skipped when popped (lazy invalidation).
+        """
+        ranks = self.ranks
+        ids = list(data)
+        n = len(ids)
+        next_pos = list(range(1, n + 1))  # n marks the end
+        prev_pos = list(range(-1, n - 1))
+        alive = [True] * n
+        heap = []
+        for i in range(n - 1):
+            rank = ranks.get((ids[i], ids[i + 1]))
+            if rank is not None:
+                heap.append((rank, i, ids[i], ids[i + 1]))
+        heapq.heapify(heap)
+        while heap:
+            rank, i, left, right = heapq.heappop(heap)
+            j = next_pos[i] if alive[i] else n
+            if j >= n or ids[i] != left or ids[j] != right:
+                continue  # stale: one side was merged away or changed
+            new_id = 256 + rank
+            ids[i] = new_id
+            alive[j] = False
+            k = next_pos[j]
+            next_pos[i] = k
+            if k < n:
+                prev_pos[k] = i
+            p = prev_pos[i]
+            if p >= 0:
+                r = ranks.get((ids[p], new_id))
+                if r is not None:
+                    heapq.heappush(heap, (r, p, ids[p], new_id))
+            if k < n:
+                r = ranks.get((new_id, ids[k]))
+                if r is not None:
+                    heapq.heappush(heap, (r, i, new_id, ids[k]))
+        return [ids[i] for i in range(n) if alive[i]]
+
+
+def _merge_all(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
+    """Replaces every non-overlapping occurrence of ``pair``, left to right."""
+    out = []
+    i = 0
+    n = len(ids)
+    left, right = pair
+    while i < n:
+        if i < n - 1 and ids[i] == left and ids[i + 1] == right:
+            out.append(new_id)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    return out
