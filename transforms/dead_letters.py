@@ -1,0 +1,51 @@
+"""Writing dead letters (rejected input records and files) as JSON Lines."""
+
+import dataclasses
+import json
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+__all__ = ["WriteDeadLetters", "dead_letter_json"]
+
+
+def dead_letter_json(dead_letter) -> str:
+    """One dead letter as a JSON object line: {"file", "record", "reason"}."""
+    # ensure_ascii (the default) escapes everything outside ASCII, so file
+    # names holding undecodable bytes (lone surrogates) still write as UTF-8.
+    return json.dumps(
+        {"file": dead_letter.file, "record": dead_letter.record, "reason": dead_letter.reason}
+    )
+
+
+class _ToJsonFn(beam.DoFn):
+    def __init__(self):
+        self._dead_letters = beam.metrics.Metrics.counter("WriteDeadLetters", "dead_letters")
+
+    def process(self, dead_letter):
+        self._dead_letters.inc()
+        yield dead_letter_json(dead_letter)
+
+
+@dataclasses.dataclass
+class WriteDeadLetters(beam.PTransform):
+    """Writes DeadLetter records to ``OUTPUT_DIR/dead_letters/dead_letters-SSSSS-of-NNNNN.jsonl``.
+
+    Written through Beam's file sink (temporary files, then an atomic rename),
+    so retried bundles leave no duplicates. At least one shard is written, even
+    when there are no dead letters, so readers always find the directory.
+    Counter: ``dead_letters`` in namespace "WriteDeadLetters".
+
+    Args:
+      output_dir: the job's output directory (local path or URL).
+    """
+
+    output_dir: str
+
+    def expand(self, dead_letters):
+        prefix = FileSystems.join(self.output_dir, "dead_letters", "dead_letters")
+        return (
+            dead_letters
+            | "ToJson" >> beam.ParDo(_ToJsonFn())
+            | "WriteJsonLines" >> beam.io.WriteToText(prefix, file_name_suffix=".jsonl")
+        )
