@@ -1,0 +1,206 @@
+"""Plain, obviously-correct BPE algorithms, written to be read.
+
+These are the definitions the fast code (``bpe/trainer.py``, ``bpe/tokenizer.py``)
+is tested against. They recount every pair after every merge and re-scan every
+word: slow, but each step is visibly what the textbook says.
+
+Two flavours:
+
+* Symbols are strings (``train_words`` / ``encode_word``): the textbook
+  character-level BPE of Sennrich et al., with an end-of-word marker symbol.
+* Symbols are token IDs over bytes (``train_bytes`` / ``encode_bytes``): the
+  byte-level BPE of the project contract. IDs 0..255 are the single bytes and
+  merge ``i`` creates ID ``256 + i``.
+
+Tie-break and the duplicate-bytes rule (contract for byte-level training):
+
+* The pair with the highest count wins; among equal counts, the
+  lexicographically greatest pair of byte strings ``(left_bytes, right_bytes)``
+  wins. The result therefore never depends on the order of the input table.
+* A pair whose concatenated bytes already exist as a token is never chosen; it is
+  skipped and the next best pair is taken. Different merge paths can spell the
+  same bytes (``(ab, c)`` and ``(a, bc)`` both spell ``abc``), but tokenizer.json
+  (the HF vocab is a dict keyed by the token's string) and tiktoken (ranks keyed
+  by bytes) cannot hold two IDs with the same bytes, so every token's bytes are
+  unique.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Mapping, Sequence
+
+Pair = tuple[int, int]
+
+
+# --- Character-level BPE over string symbols (the textbook mode) ---------------
+
+
+def _split_word(word: str, end_of_word: str | None) -> list[str]:
+    """A word's starting symbols: its characters, then the end-of-word marker."""
+    symbols = list(word)
+    if end_of_word is not None:
+        symbols.append(end_of_word)
+    return symbols
+
+
+def _merge_symbols(symbols: list, pair: tuple, new_symbol) -> list:
+    """Replaces every occurrence of ``pair`` in ``symbols``, scanning left to right.
+
+    Occurrences do not overlap: in ``a a a`` the pair ``(a, a)`` is merged once,
+    at the left, giving ``aa a``.
+    """
+    merged = []
+    i = 0
+    while i < len(symbols):
+        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
+            merged.append(new_symbol)
+            i += 2
+        else:
+            merged.append(symbols[i])
+            i += 1
+    return merged
+
+
+def train_words(
+    word_counts: Mapping[str, int],
+    num_merges: int,
+    end_of_word: str | None = "_",
+    tie_break: str = "max",
+) -> list[tuple[str, str]]:
+    """Learns character-level merges, recounting all pairs before every merge.
+
+    Args:
+      word_counts: word -> how often it occurs.
+      num_merges: how many merges to learn (fewer if no pair is left).
+      end_of_word: a symbol appended to every word, so merges can learn word
+        endings; None appends nothing.
+      tie_break: which pair wins among those with the highest count. "max": the
+        greatest ``(left, right)`` tuple of strings. "first": the first pair met
+        scanning the words in the mapping's order, each left to right.
+
+    Returns:
+      The merges in learned order, as (left, right) pairs of symbols; the merged
+      symbol is ``left + right``.
+    """
+    if tie_break not in ("max", "first"):
+        raise ValueError(f'tie_break must be "max" or "first", not {tie_break!r}')
+    words = [(_split_word(word, end_of_word), count) for word, count in word_counts.items()]
+    merges = []
+    for _ in range(num_merges):
+        # Counter keeps insertion order, so its keys are the pairs in the order
+        # they are first met: exactly what tie_break="first" needs.
+        pair_counts: Counter = Counter()
+        for symbols, count in words:
+            for pair in zip(symbols, symbols[1:]):
+                pair_counts[pair] += count
+        if not pair_counts:
+            break
+        best_count = max(pair_counts.values())
+        tied = [pair for pair, count in pair_counts.items() if count == best_count]
+        best = max(tied) if tie_break == "max" else tied[0]
+        merges.append(best)
+        words = [(_merge_symbols(symbols, best, best[0] + best[1]), count) for symbols, count in words]
+    return merges
+
+
+def encode_word(word: str, merges: Sequence[tuple[str, str]], end_of_word: str | None = "_") -> list[str]:
+    """Splits ``word`` into symbols by replaying ``merges`` in learned order.
+
+    Args:
+      word: the word to encode.
+      merges: (left, right) pairs as returned by ``train_words``.
+      end_of_word: the marker used in training (None for none).
+    """
+    symbols = _split_word(word, end_of_word)
+    for left, right in merges:
+        symbols = _merge_symbols(symbols, (left, right), left + right)
+    return symbols
+
+
+# --- Byte-level BPE over token IDs (the project contract) ----------------------
+
+
+def _as_bytes(word: bytes | str) -> bytes:
+    # Lone surrogates in a str are kept as their 3-byte forms, as the
+    # pre-tokenizer does, rather than failing.
+    return word.encode("utf-8", "surrogatepass") if isinstance(word, str) else bytes(word)
+
+
+def train_bytes(word_counts: Mapping[bytes | str, int], num_merges: int, min_frequency: int = 2) -> list[Pair]:
+    """Learns byte-level merges, recounting all pairs before every merge.
+
+    Args:
+      word_counts: piece -> count. A str piece is taken as its UTF-8 bytes; pieces
+        with equal bytes add up. Pieces with count 0 take no part.
+      num_merges: how many merges to learn at most.
+      min_frequency: stop as soon as the best pair occurs fewer times than this.
+
+    Returns:
+      The merges in learned order as (left_id, right_id); merge ``i`` creates
+      ID ``256 + i``. Ties go to the greatest (left_bytes, right_bytes); a pair
+      spelling the bytes of an existing token is never chosen (see module doc).
+    """
+    totals: Counter = Counter()
+    for word, count in word_counts.items():
+        if count < 0:
+            raise ValueError(f"negative count {count} for piece {word!r}")
+        totals[_as_bytes(word)] += count
+    words = [(list(word), count) for word, count in totals.items() if count > 0]
+
+    token_bytes = [bytes([b]) for b in range(256)]  # ID -> the bytes it spells
+    merges: list[Pair] = []
+    while len(merges) < num_merges:
+        pair_counts: Counter = Counter()
+        for ids, count in words:
+            for pair in zip(ids, ids[1:]):
+                pair_counts[pair] += count
+        existing = set(token_bytes)
+        candidates = [
+            pair for pair in pair_counts if token_bytes[pair[0]] + token_bytes[pair[1]] not in existing
+        ]
+        if not candidates:
+            break
+        best = max(
+            candidates,
+            key=lambda pair: (pair_counts[pair], token_bytes[pair[0]], token_bytes[pair[1]]),
+        )
+        if pair_counts[best] < min_frequency:
+            break
+        new_id = 256 + len(merges)
+        merges.append(best)
+        token_bytes.append(token_bytes[best[0]] + token_bytes[best[1]])
+        words = [(_merge_symbols(ids, best, new_id), count) for ids, count in words]
+    return merges
+
+
+def encode_bytes(data: bytes | str, merges: Sequence[Pair] | Mapping[Pair, int]) -> list[int]:
+    """Encodes bytes into token IDs by replaying merges in order.
+
+    Repeatedly: among the adjacent pairs, find the one that comes first in merge
+    order (after the merges already applied) and merge all its occurrences, left
+    to right. For merges learned by ``train_bytes`` this is the same as the
+    GPT-2 pair-rank rule (a merge can only create pairs of later merges).
+
+    Args:
+      data: the bytes (a str is UTF-8 encoded).
+      merges: a list of (left, right) pairs, merge ``i`` creating ID ``256 + i``;
+        or a mapping (left, right) -> new ID, applied in insertion order.
+    """
+    if isinstance(merges, Mapping):
+        new_ids = list(merges.values())
+        pairs = list(merges.keys())
+    else:
+        pairs = list(merges)
+        new_ids = [256 + i for i in range(len(pairs))]
+    rank = {pair: i for i, pair in enumerate(pairs)}
+
+    ids = list(_as_bytes(data))
+    last_rank = -1
+    while len(ids) >= 2:
+        later = [rank[pair] for pair in zip(ids, ids[1:]) if rank.get(pair, -1) > last_rank]
+        if not later:
+            break
+        last_rank = min(later)
+        ids = _merge_symbols(ids, pairs[last_rank], new_ids[last_rank])
+    return ids

@@ -1,0 +1,283 @@
+"""Byte-level BPE training: the fast merge loop over a word-count table.
+
+The result is defined by ``bpe.reference.train_bytes`` (recount every pair, take
+the best); this module computes exactly the same merges without recounting:
+
+* Every word is a ``str`` whose characters are token IDs (``chr(id)``). Merging a
+  pair is then ``word.replace(pair, new)``, which runs in C, scans left to right
+  and does not overlap: exactly BPE's rule. A str also stores one or two bytes per
+  symbol, far less than a list of ints.
+* A pair is the 2-character string of its two IDs; it doubles as the dict key.
+* ``pair_counts`` holds every pair's total count and ``where`` the words it
+  occurs in. After a merge only the words that held the pair are touched, and
+  only the pairs next to each merge site change.
+* A heap with lazy invalidation picks the best pair: an entry whose count is out
+  of date is re-pushed with the current count when it surfaces.
+
+Tie-break (contract): highest count, then the greatest (left_bytes, right_bytes).
+The heap is a min-heap, so its key is ``(-count, inverted bytes)``, where the
+inverted string sorts in the opposite order of the byte pair (see
+``_inverted``). Hence the result never depends on the order of the table.
+
+Duplicate-bytes rule (project decision, same as the reference): a pair whose
+concatenated bytes already exist as a token is never chosen; the next best pair
+is taken instead. tokenizer.json (HF's vocab is a dict keyed by the token's
+string) and tiktoken (ranks keyed by bytes) cannot hold two IDs with the same
+bytes.
+"""
+
+from __future__ import annotations
+
+import heapq
+import sys
+from typing import Mapping, Sequence
+
+Pair = tuple[int, int]
+
+# Token IDs live in str characters, so the largest usable ID is chr's limit.
+MAX_TOKEN_ID = sys.maxunicode
+
+# _inverted maps byte b to chr(256 - b) and ends every token with chr(257), which
+# is above every mapped byte. Comparing inverted strings then reverses the order
+# of the byte strings, including "a prefix sorts first": b"a" < b"ab", while
+# [159, 257] > [159, 158, 257]. The terminator also makes the concatenation of
+# two inverted tokens compare like the (left, right) tuple.
+_INVERT = {b: chr(256 - b) for b in range(256)}
+_TERMINATOR = chr(257)
+
+
+def _inverted(token: bytes) -> str:
+    """A string that sorts in the reverse order of ``token``'s bytes."""
+    return token.decode("latin-1").translate(_INVERT) + _TERMINATOR
+
+
+def _load_table(word_counts: Mapping[bytes | str, int]) -> tuple[list[str], list[int]]:
+    """The table as parallel lists (words as ID strings, counts).
+
+    A str piece is taken as its UTF-8 bytes and pieces with equal bytes add up.
+    Pieces that cannot hold a pair (shorter than 2 bytes) or never occur (count
+    0) are dropped: they cannot change any pair count.
+    """
+    totals: dict[str, int] = {}
+    for word, count in word_counts.items():
+        if count < 0:
+            raise ValueError(f"negative count {count} for piece {word!r}")
+        if isinstance(word, str):
+            word = word.encode("utf-8", "surrogatepass")
+        # latin-1 turns byte b into chr(b): the ID string of the word's bytes.
+        key = bytes(word).decode("latin-1")
+        if len(key) >= 2 and count > 0:
+            totals[key] = totals.get(key, 0) + int(count)
+    return list(totals.keys()), list(totals.values())
+
+
+def _show_progress(progress: bool | None) -> bool:
+    if progress is not None:
+        return progress
+    return sys.stderr is not None and sys.stderr.isatty()
+
+
+def train_merges(
+    word_counts: Mapping[bytes | str, int],
+    num_merges: int,
+    min_frequency: int = 2,
+    progress: bool | None = None,
+) -> list[Pair]:
+    """Learns byte-level BPE merges from a word-count table.
+
+    Args:
+      word_counts: piece -> count, as produced by pre-tokenizing a corpus. A str
+        piece is taken as its UTF-8 bytes.
+      num_merges: how many merges to learn at most.
+      min_frequency: stop as soon as the best pair occurs fewer times than this.
+      progress: show a progress bar; None shows it when stderr is a terminal.
+
+    Returns:
+      The merges in learned order as (left_id, right_id); merge ``i`` creates ID
+      ``256 + i``. Identical to ``bpe.reference.train_bytes``.
+    """
+    if 256 + num_merges - 1 > MAX_TOKEN_ID:
+        raise ValueError(f"num_merges={num_merges} is too large: token IDs are limited to {MAX_TOKEN_ID}")
+    words, counts = _load_table(word_counts)
+
+    pair_counts: dict[str, int] = {}
+    where: dict[str, list[int]] = {}
+    for i, word in enumerate(words):
+        count = counts[i]
+        for j in range(len(word) - 1):
+            pair = word[j : j + 2]
+            pair_counts[pair] = pair_counts.get(pair, 0) + count
+            # Each word is listed once per pair: an index is only ever appended
+            # while that word is being processed, so a repeat is always last.
+            indices = where.get(pair)
+            if indices is None:
+                where[pair] = [i]
+            elif indices[-1] != i:
+                indices.append(i)
+
+    token_bytes = [bytes([b]) for b in range(256)]  # ID -> the bytes it spells
+    inverted = [_inverted(t) for t in token_bytes]  # ID -> its reversed-order key
+    existing = set(token_bytes)
+    heap = [(-count, inverted[ord(pair[0])] + inverted[ord(pair[1])], pair) for pair, count in pair_counts.items()]
+    heapq.heapify(heap)
+    heappush, heappop = heapq.heappush, heapq.heappop
+
+    bar = None
+    if _show_progress(progress):
+        from tqdm import tqdm
+
+        bar = tqdm(total=num_merges, desc="merges", unit="merge")
+
+    merges: list[Pair] = []
+    while len(merges) < num_merges and heap:
+        neg_count, key, pair = heappop(heap)
+        count = pair_counts.get(pair, 0)
+        if count != -neg_count:
+            # Out of date: the count only went down since the push. Re-queue it
+            # with its current count, or forget the pair once it is gone (a
+            # pair that vanished can never reappear: new neighbours always
+            # involve the newest token).
+            if count > 0:
+                heappush(heap, (-count, key, pair))
+            else:
+                pair_counts.pop(pair, None)
+                where.pop(pair, None)
+            continue
+        left, right = ord(pair[0]), ord(pair[1])
+        new_bytes = token_bytes[left] + token_bytes[right]
+        if new_bytes in existing:
+            continue  # the duplicate-bytes rule: never chosen (its entry is dropped)
+        if count < min_frequency:
+            break
+
+        new_id = 256 + len(merges)
+        merges.append((left, right))
+        token_bytes.append(new_bytes)
+        inverted.append(_inverted(new_bytes))
+        existing.add(new_bytes)
+        created = _apply_merge(pair, chr(new_id), words, counts, pair_counts, where)
+        for new_pair in created:
+            a, b = new_pair
+            heappush(
+                heap,
+                (-pair_counts[new_pair], inverted[ord(a)] + inverted[ord(b)], new_pair),
+            )
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    return merges
+
+
+def _apply_merge(
+    pair: str,
+    new: str,
+    words: list[str],
+    counts: list[int],
+    pair_counts: dict[str, int],
+    where: dict[str, list[int]],
+) -> list[str]:
+    """Merges ``pair`` into the token ``new`` in every word that holds it.
+
+    Updates ``pair_counts`` and ``where`` around each merge site and returns the
+    pairs that did not exist before (they all contain ``new``).
+
+    After ``replace``, each ``new`` at position k in the new word stands where
+    ``a b`` stood. Its left neighbour L lost the pair (L, a) and gained (L, new);
+    if L is itself a ``new`` the lost pair was (b, a). Its right neighbour R lost
+    (b, R) and gained (new, R); when R is a ``new``, that boundary is the next
+    site's left side, so it is counted there once.
+    """
+    a, b = pair[0], pair[1]
+    created: list[str] = []
+    get = pair_counts.get
+    for i in where.pop(pair):
+        word = words[i]
+        merged = word.replace(pair, new)
+        if len(merged) == len(word):
+            continue  # the pair left this word through an earlier merge
+        words[i] = merged
+        count = counts[i]
+        last = len(merged) - 1
+        k = merged.find(new)
+        while k >= 0:
+            if k:
+                neighbour = merged[k - 1]
+                pair_counts[(b if neighbour == new else neighbour) + a] -= count
+                gained = neighbour + new
+                total = get(gained)
+                if total is None:
+                    pair_counts[gained] = count
+                    where[gained] = [i]
+                    created.append(gained)
+                else:
+                    pair_counts[gained] = total + count
+                    indices = where[gained]
+                    if indices[-1] != i:
+                        indices.append(i)
+            if k < last:
+                neighbour = merged[k + 1]
+                if neighbour != new:
+                    pair_counts[b + neighbour] -= count
+                    gained = new + neighbour
+                    total = get(gained)
+                    if total is None:
+                        pair_counts[gained] = count
+                        where[gained] = [i]
+                        created.append(gained)
+                    else:
+                        pair_counts[gained] = total + count
+                        indices = where[gained]
+                        if indices[-1] != i:
+                            indices.append(i)
+            k = merged.find(new, k + 1)
+    del pair_counts[pair]
+    return created
+
+
+def train(
+    word_counts: Mapping[bytes | str, int],
+    vocab_size: int,
+    pattern: str = "gpt2",
+    special_tokens: Sequence[str] = (),
+    min_frequency: int = 2,
+    progress: bool | None = None,
+):
+    """Trains a byte-level BPE tokenizer from a word-count table.
+
+    Args:
+      word_counts: pre-token piece -> count (bytes, or str taken as UTF-8), as
+        counted with the same ``pattern``.
+      vocab_size: 256 byte tokens + merges + special tokens. Training may stop
+        earlier (fewer merges) when no pair reaches ``min_frequency``.
+      pattern: the pre-tokenizer: a preset name (gpt2, cl100k, o200k) or a regex.
+      special_tokens: strings that get their own IDs after the merges.
+      min_frequency: a pair must occur at least this often to be merged.
+      progress: show a progress bar; None shows it when stderr is a terminal.
+
+    Returns:
+      A ``bpe.tokenizer.Tokenizer``.
+    """
+    from bpe.pretokenize import compile_pattern
+    from bpe.tokenizer import Tokenizer  # imported here: the tokenizer imports nothing of ours
+
+    special_tokens = tuple(special_tokens)
+    for token in special_tokens:
+        if not isinstance(token, str) or not token:
+            raise ValueError(f"special tokens must be non-empty strings, got {token!r}")
+    duplicates = sorted({t for t in special_tokens if special_tokens.count(t) > 1})
+    if duplicates:
+        raise ValueError(f"duplicate special tokens: {', '.join(map(repr, duplicates))}")
+    minimum = 256 + len(special_tokens)
+    if vocab_size < minimum:
+        raise ValueError(
+            f"vocab_size={vocab_size} is too small: it must be at least {minimum} "
+            f"(256 byte tokens + {len(special_tokens)} special tokens)"
+        )
+    compile_pattern(pattern)
+    for word, count in word_counts.items():
+        if count < 0:
+            raise ValueError(f"negative count {count} for piece {word!r}")
+
+    merges = train_merges(word_counts, vocab_size - minimum, min_frequency=min_frequency, progress=progress)
+    return Tokenizer(merges, pattern=pattern, special_tokens=special_tokens)
