@@ -134,7 +134,7 @@ class Tokenizer:
         if len(vocab) != len(names):
             first = next(i for i, name in enumerate(names) if vocab[name] != i)
             raise ValueError(
-                f"tokens {vocab[names[first]]} and {first} have the same bytes; tokenizer.json cannot hold both"
+                f"tokens {first} and {vocab[names[first]]} have the same bytes; tokenizer.json cannot hold both"
             )
         return json.dumps(
             {
