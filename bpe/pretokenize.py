@@ -41,6 +41,21 @@ def resolve_pattern(pattern: str) -> str:
     return PRESETS.get(pattern, pattern)
 
 
+# An atom followed by a possessive interval quantifier such as ``\p{N}{1,3}+``.
+_POSSESSIVE_INTERVAL = regex.compile(r"(\\[pP]\{[^}]*\}|\\.|\[(?:\\.|[^\]\\])*\]|[^\\()\[\]{}|])(\{\d+(?:,\d*)?\})\+")
+
+
+def onig_compatible(pattern: str) -> str:
+    r"""The same regex, spelled so that Hugging Face tokenizers (Oniguruma) reads it alike.
+
+    Oniguruma has no possessive interval quantifier: it reads ``X{1,3}+`` as
+    ``(X{1,3})+``, so cl100k's ``\p{N}{1,3}+`` would take any run of digits. An
+    atomic group ``(?>X{1,3})`` means the same in every engine (regex, Oniguruma,
+    tiktoken's fancy-regex).
+    """
+    return _POSSESSIVE_INTERVAL.sub(r"(?>\1\2)", resolve_pattern(pattern))
+
+
 def compile_pattern(pattern: str) -> "regex.Pattern[str]":
     """Compiles a preset name or a regex; an invalid regex is a ValueError saying why."""
     source = resolve_pattern(pattern)

@@ -20,7 +20,7 @@ from typing import Iterable, Sequence
 
 from bpe.decoder import Decoder, StreamDecoder
 from bpe.encoder import PieceEncoder
-from bpe.pretokenize import PreTokenizer, to_text
+from bpe.pretokenize import PRESETS, PreTokenizer, onig_compatible, to_text
 
 FILE_NAME = "tokenizer.json"
 
@@ -157,7 +157,7 @@ class Tokenizer:
                 "pre_tokenizer": {
                     "type": "Sequence",
                     "pretokenizers": [
-                        {"type": "Split", "pattern": {"Regex": self.pattern}, "behavior": "Isolated", "invert": False},
+                        {"type": "Split", "pattern": {"Regex": onig_compatible(self.pattern)}, "behavior": "Isolated", "invert": False},
                         {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
                     ],
                 },
@@ -237,6 +237,8 @@ class Tokenizer:
         pattern = _find_split_pattern(spec.get("pre_tokenizer"))
         if pattern is None:
             raise fail("no Split pre-tokenizer with a regex")
+        # Files hold the Oniguruma spelling of a preset; keep tiktoken's own string.
+        pattern = next((p for p in PRESETS.values() if onig_compatible(p) == pattern), pattern)
         vocab: dict[str, int] = model["vocab"]
         to_char = byte_to_char()
         for b in range(256):

@@ -1,0 +1,79 @@
+"""The peers as oracles: a tokenizer we train on real text gives the same IDs in
+Hugging Face ``tokenizers``, ``transformers`` and ``tiktoken`` on held-out text."""
+
+import json
+from collections import Counter
+
+import pytest
+
+import bpe
+from tests.real_text import man_pages, multilingual, stdlib_sources
+
+tokenizers = pytest.importorskip("tokenizers")
+tiktoken = pytest.importorskip("tiktoken")
+
+
+@pytest.fixture(scope="module", params=["gpt2", "cl100k", "o200k"])
+def trained(request, tmp_path_factory):
+    pattern = request.param
+    pre = bpe.PreTokenizer(pattern)
+    counts = Counter()
+    for doc in multilingual(6):
+        counts.update(pre.pieces(doc))
+    tok = bpe.train(counts, vocab_size=1500, pattern=pattern, special_tokens=["<|endoftext|>"], progress=False)
+    assert len(tok.merges) == 1500 - 256 - 1
+    path = tok.save(str(tmp_path_factory.mktemp(pattern)))
+    return tok, path
+
+
+def held_out() -> list[str]:
+    docs = stdlib_sources(4, start=50)
+    for pages in man_pages(2, start=20).values():
+        docs.extend(pages)
+    return docs
+
+
+def test_tokenizers_and_transformers_give_our_ids(trained):
+    tok, path = trained
+    hf = tokenizers.Tokenizer.from_file(path)
+    transformers = pytest.importorskip("transformers")
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_file=path)
+    for doc in held_out():
+        text = doc
+        ours = tok.encode(text)
+        assert hf.encode(text).ids == ours
+        assert fast(text)["input_ids"] == ours
+        assert hf.decode(ours) == text
+
+
+def test_tiktoken_gives_our_ids(trained):
+    tok, _ = trained
+    enc = tok.to_tiktoken()
+    for doc in held_out():
+        assert enc.encode_ordinary(doc) == tok.encode(doc)
+        assert enc.decode_bytes(tok.encode(doc)) == doc.encode()
+    assert enc.encode("<|endoftext|>", allowed_special="all") == [tok.special_tokens["<|endoftext|>"]]
+
+
+def test_possessive_interval_is_written_for_oniguruma(trained, tmp_path):
+    """The one disagreement we found, and how the file format avoids it.
+
+    cl100k's ``\\p{N}{1,3}+`` is possessive in Python's regex and in tiktoken, so
+    "10000" splits into "100", "00". Oniguruma (HF's regex engine) reads ``{1,3}+``
+    as "1 to 3 digits, one or more times" and takes the whole run. Our tokenizer.json
+    therefore spells it ``(?>\\p{N}{1,3})``, which every engine reads alike; loading
+    the file gives back tiktoken's own pattern string."""
+    tok, path = trained
+    text = "in 10000 years"
+    hf = tokenizers.Tokenizer.from_file(path)
+    assert hf.encode(text).ids == tok.encode(text)
+    assert bpe.Tokenizer.load(path).pattern == tok.pattern
+    if tok.pattern != bpe.PRESETS["cl100k"]:
+        return
+    literal = json.load(open(path))
+    literal["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = tok.pattern
+    (tmp_path / "literal.json").write_text(json.dumps(literal))
+    naive = tokenizers.Tokenizer.from_file(str(tmp_path / "literal.json"))
+    naive_pieces = [piece for piece, _ in naive.pre_tokenizer.pre_tokenize_str(text)]
+    assert "10000" in naive_pieces
+    assert [p.decode() for p in tok.pre_tokenizer.pieces(text)] == ["in", " ", "100", "00", " years"]
