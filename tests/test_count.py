@@ -1,0 +1,136 @@
+"""CountPreTokens: the pipeline's counts equal a plain single-process count."""
+
+import collections
+import pathlib
+import sysconfig
+
+import apache_beam as beam
+import pytest
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bpe.pretokenize import PreTokenizer
+from transforms.count import CountPreTokens, _CountBatchFn, _MergeCountsFn, count_pieces
+from transforms.read import Document, ReadDocuments
+
+STDLIB = pathlib.Path(sysconfig.get_path("stdlib"))
+# A few real files from this machine: prose-heavy docstrings, code, non-ASCII.
+STDLIB_FILES = [str(STDLIB / name) for name in ("textwrap.py", "difflib.py", "calendar.py")]
+
+# Both invalid UTF-8 and a valid piece that also occurs in valid documents, so
+# counts decoded with different error handlers must merge byte-exactly.
+MIXED_DOCUMENTS = [
+    b"hello world\n",
+    b"hello \xff\xfe world \xc3\n",  # invalid UTF-8: kept as raw bytes
+    b"caf\xc3\xa9 na\xc3\xafve hello",
+    "hello \udcff str with a lone surrogate",  # str input: surrogatepass
+    b"",
+    b"   \n\n\t",
+]
+
+
+def plain_count(documents, pattern="gpt2"):
+    """The obviously-correct count: a Counter over PreTokenizer pieces."""
+    counter = collections.Counter()
+    pre = PreTokenizer(pattern)
+    for doc in documents:
+        counter.update(pre.pieces(doc))
+    return counter
+
+
+def docs(datas):
+    return [Document("mem", i + 1, data) for i, data in enumerate(datas)]
+
+
+def test_stdlib_files_equal_plain_count():
+    lines = []
+    for path in STDLIB_FILES:
+        with open(path, "rb") as f:
+            lines.extend(f.readlines())
+    expected = plain_count(lines)
+    with TestPipeline() as p:
+        read = p | "Read" >> ReadDocuments(STDLIB_FILES, format="text")
+        counts = read.documents | "Count" >> CountPreTokens("gpt2", batch_bytes=20_000)
+        assert_that(counts, equal_to(list(expected.items())))
+
+
+@pytest.mark.parametrize(
+    "batch_bytes, max_batch_pieces",
+    [(1 << 20, 500_000), (1, 500_000), (30, 3), (1 << 20, 1)],
+    ids=["one-batch", "one-doc-batches", "small", "flush-every-piece"],
+)
+def test_mixed_invalid_utf8_and_batching(batch_bytes, max_batch_pieces):
+    expected = plain_count(MIXED_DOCUMENTS)
+    assert expected[b" \xff\xfe"] == 1 and expected[b"hello"] == 3 and expected[b" \xed\xb3\xbf"] == 1
+    with TestPipeline() as p:
+        counts = (
+            p
+            | beam.Create(docs(MIXED_DOCUMENTS))
+            | CountPreTokens("gpt2", batch_bytes=batch_bytes, max_batch_pieces=max_batch_pieces, num_partitions=3)
+        )
+        assert_that(counts, equal_to(list(expected.items())))
+
+
+def test_custom_regex_keeps_text_between_matches():
+    # \d+ matches only digits: the text between matches is counted too.
+    documents = [b"ab12cd345", b"12 x"]
+    expected = plain_count(documents, r"\d+")
+    assert expected == {b"ab": 1, b"12": 2, b"cd": 1, b"345": 1, b" x": 1}
+    with TestPipeline() as p:
+        counts = p | beam.Create(docs(documents)) | CountPreTokens(r"\d+")
+        assert_that(counts, equal_to(list(expected.items())))
+
+
+def test_min_word_count_prunes_and_metrics_add_up():
+    documents = [b"a a a b b c", b"a b d"]
+    expected = plain_count(documents)
+    kept = {piece: n for piece, n in expected.items() if n >= 2}
+    p = TestPipeline()
+    counts = p | beam.Create(docs(documents)) | CountPreTokens(min_word_count=2)
+    assert_that(counts, equal_to(list(kept.items())))
+    result = p.run()
+    result.wait_until_finish()
+    metrics = {
+        c.key.metric.name: c.committed
+        for c in result.metrics().query(MetricsFilter().with_namespace("CountPreTokens"))["counters"]
+    }
+    assert metrics["documents"] == 2
+    assert metrics["bytes"] == sum(map(len, documents))
+    assert metrics["pieces"] == sum(expected.values())
+    assert metrics["unique_pieces"] == len(expected)
+    assert metrics["pruned_pieces"] == len(expected) - len(kept)
+
+
+def test_invalid_pattern_fails_at_construction():
+    with pytest.raises(ValueError, match="invalid pre-tokenizer regex"):
+        CountPreTokens("(unclosed")
+    with pytest.raises(ValueError, match="batch_bytes"):
+        CountPreTokens(batch_bytes=0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    documents=st.lists(st.one_of(st.binary(max_size=40), st.text(max_size=40)), max_size=12),
+    max_batch_pieces=st.integers(1, 20),
+    num_partitions=st.integers(1, 5),
+)
+def test_batch_counting_and_merging_is_exact(documents, max_batch_pieces, num_partitions):
+    # The DoFn and CombineFn without a pipeline: any flush points, any
+    # partitioning, merged in any grouping, give the plain count.
+    fn = _CountBatchFn("gpt2", max_batch_pieces, num_partitions)
+    fn.setup()
+    merge = _MergeCountsFn()
+    by_partition = collections.defaultdict(list)
+    for partition, table in fn.process(documents):
+        assert 0 <= partition < num_partitions
+        by_partition[partition].append(table)
+    merged = {}
+    for tables in by_partition.values():
+        accumulators = [merge.add_input(merge.create_accumulator(), t) for t in tables]
+        part = merge.extract_output(merge.merge_accumulators(accumulators))
+        assert not part.keys() & merged.keys(), "a piece landed in two partitions"
+        merged.update(part)
+    assert merged == count_pieces(documents) == plain_count(documents)
