@@ -203,6 +203,7 @@ class _ZstdReader(io.RawIOBase):
         self._frame = None  # the decompressor of the frame being read, if any
         self._pending = memoryview(b"")
         self._pos = 0
+        self._error = None
 
     def readable(self) -> bool:
         return True
@@ -217,6 +218,8 @@ class _ZstdReader(io.RawIOBase):
         return n
 
     def _decompress_more(self) -> bool:
+        if self._error is not None:
+            raise self._error
         chunk = self._file.read(1 << 16)
         if not chunk:
             if self._frame is not None:
@@ -226,7 +229,15 @@ class _ZstdReader(io.RawIOBase):
         while chunk:
             if self._frame is None:
                 self._frame = self._dctx.decompressobj()
-            out += self._frame.decompress(chunk)
+            try:
+                out += self._frame.decompress(chunk)
+            except zstandard.ZstdError as e:
+                if not out:
+                    raise
+                # Hand out what decompressed cleanly first (e.g. the frames
+                # before trailing garbage); fail on the next read.
+                self._error = e
+                break
             if self._frame.eof:
                 chunk = self._frame.unused_data
                 self._frame = None
