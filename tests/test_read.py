@@ -10,6 +10,7 @@ import apache_beam as beam
 import pyarrow as pa
 import pytest
 import zstandard
+from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.testing import test_pipeline
 from apache_beam.testing.util import BeamAssertException, assert_that, equal_to
 from hypothesis import given, settings
@@ -59,7 +60,7 @@ def test_every_format_and_compression(corpus):
     expected = []
     jsonl = b"".join(json.dumps({"text": f"doc {i} \u00e9\U0001f600"}).encode() + b"\n" for i in range(3))
     for ext in COMPRESSIONS:
-        path = corpus.write(f"t{ext and '_' + ext[1:]}.txt{ext}", b"".join(TEXT_LINES))
+        path = corpus.write(f"t.txt{ext}", b"".join(TEXT_LINES))
         expected += text_documents(path, TEXT_LINES)
         path = corpus.write(f"j.jsonl{ext}", jsonl)
         expected += [Document(path, i + 1, f"doc {i} \u00e9\U0001f600".encode(), None) for i in range(3)]
@@ -189,6 +190,7 @@ def test_corrupt_compressed_files_are_dead_letters(corpus):
     bz = corpus.write_raw("bad.txt.bz2", b"BZh9 not really bzip2" * 5)
     # Valid frame followed by garbage: the first frame's documents are kept.
     tail = corpus.write_raw("tail.txt.zst", zstandard.ZstdCompressor().compress(b"ok\n") + b"junk")
+    parquet = corpus.write_raw("bad.parquet", b"PAR1 not really parquet PAR1")
     check_read(
         [corpus.path("*")],
         [Document(tail, 1, b"ok\n", None)],
@@ -197,6 +199,7 @@ def test_corrupt_compressed_files_are_dead_letters(corpus):
             (zst, -1, "ZstdError"),
             (bz, -1, "after record 0: OSError"),
             (tail, -1, "after record 1: ZstdError"),
+            (parquet, -1, "cannot read file: ArrowInvalid"),
         ],
     )
 
@@ -308,6 +311,26 @@ def test_parquet_string_column_with_invalid_utf8_stays_exact(corpus):
     strings = pa.Array.from_buffers(pa.string(), len(raw), raw.buffers())
     path = corpus.parquet("invalid.parquet", pa.table({"text": strings}))
     check_read([path], [Document(path, 1, b"ok", None), Document(path, 2, b"bad \xff\xfe", None)])
+
+
+def test_counters_add_up(corpus):
+    corpus.write("a.txt", b"ab\ncd\n")
+    corpus.write("b.jsonl.gz", b'{"text": "xyz"}\n\nnot json\n')
+    corpus.parquet("c.parquet", {"text": ["p", None]})
+    p = test_pipeline.TestPipeline()
+    result = p | "Read" >> ReadDocuments([corpus.path("*")])
+    assert_that(result.documents, equal_to([
+        Document(corpus.path("a.txt"), 1, b"ab\n", None),
+        Document(corpus.path("a.txt"), 2, b"cd\n", None),
+        Document(corpus.path("b.jsonl.gz"), 1, b"xyz", None),
+        Document(corpus.path("c.parquet"), 1, b"p", None),
+    ]))
+    run = p.run()
+    run.wait_until_finish()
+    counters = {}
+    for counter in run.metrics().query(MetricsFilter().with_namespace("ReadDocuments"))["counters"]:
+        counters[counter.key.metric.name] = counters.get(counter.key.metric.name, 0) + counter.committed
+    assert counters == {"files": 3, "documents": 4, "bytes": 10, "dead_letters": 2, "blank_lines": 1}
 
 
 def test_bad_arguments_fail_at_construction():

@@ -510,27 +510,33 @@ class _ReadFn(beam.DoFn):
     def __init__(self, text_field: str, id_field: str | None):
         self._text_field = text_field
         self._id_field = id_field
-        self._documents = beam.metrics.Metrics.counter(_METRICS_NAMESPACE, "documents")
-        self._bytes = beam.metrics.Metrics.counter(_METRICS_NAMESPACE, "bytes")
-        self._dead_letters = beam.metrics.Metrics.counter(_METRICS_NAMESPACE, "dead_letters")
-        self._blank_lines = beam.metrics.Metrics.counter(_METRICS_NAMESPACE, "blank_lines")
+        self._counters = {
+            name: beam.metrics.Metrics.counter(_METRICS_NAMESPACE, name)
+            for name in ("documents", "bytes", "dead_letters", "blank_lines")
+        }
 
     def process(self, task: _ReadTask):
         if task.error:
-            yield self._dead_letter(task.file, -1, task.error)
+            outputs = iter([_dead_letter(task.file, -1, task.error)])
         elif task.format == "parquet":
-            yield from self._read_parquet(task)
+            outputs = self._read_parquet(task)
         else:
-            yield from self._read_lines(task)
-
-    def _document(self, file: str, record: int, data: bytes, doc_id: str | None) -> Document:
-        self._documents.inc()
-        self._bytes.inc(len(data))
-        return Document(file, record, data, doc_id)
-
-    def _dead_letter(self, file: str, record: int, reason: str):
-        self._dead_letters.inc()
-        return beam.pvalue.TaggedOutput("dead_letters", DeadLetter(file, record, reason))
+            outputs = self._read_lines(task)
+        # Counted locally and added once per task: a counter update per
+        # document would cost more than reading it.
+        documents = size = dead_letters = 0
+        try:
+            for output in outputs:
+                if isinstance(output, Document):
+                    documents += 1
+                    size += len(output.data)
+                else:
+                    dead_letters += 1
+                yield output
+        finally:
+            self._counters["documents"].inc(documents)
+            self._counters["bytes"].inc(size)
+            self._counters["dead_letters"].inc(dead_letters)
 
     def _read_lines(self, task: _ReadTask):
         lines = _lines(task)
@@ -544,25 +550,25 @@ class _ReadFn(beam.DoFn):
                 return
             except _READ_ERRORS as e:
                 where = "file" if task.start == 0 and task.stop == -1 else f"bytes {task.start}..{task.stop}"
-                yield self._dead_letter(
+                yield _dead_letter(
                     task.file, -1,
                     f"reading {where} stopped after record {record}: {_describe(e)}",
                 )
                 return
             record += 1
             if task.format == "text":
-                yield self._document(task.file, record, line, None)
+                yield Document(task.file, record, line, None)
                 continue
             if record == 1 and line.startswith(_BOM):
                 line = line[len(_BOM):]
             if not line.strip():
-                self._blank_lines.inc()
+                self._counters["blank_lines"].inc()
                 continue
             parsed = _parse_json_line(line, self._text_field, self._id_field)
             if isinstance(parsed, str):
-                yield self._dead_letter(task.file, record, parsed)
+                yield _dead_letter(task.file, record, parsed)
             else:
-                yield self._document(task.file, record, *parsed)
+                yield Document(task.file, record, *parsed)
 
     def _read_parquet(self, task: _ReadTask):
         columns = [self._text_field]
@@ -576,7 +582,7 @@ class _ReadFn(beam.DoFn):
                 schema = parquet.schema_arrow
                 problem = _parquet_column_problem(schema, self._text_field)
                 if problem:
-                    yield self._dead_letter(task.file, -1, problem)
+                    yield _dead_letter(task.file, -1, problem)
                     return
                 with_id = bool(self._id_field) and self._id_field in schema.names
                 if with_id and self._id_field != self._text_field:
@@ -588,12 +594,16 @@ class _ReadFn(beam.DoFn):
                     ids = table.column(self._id_field).to_pylist() if with_id else [None] * len(texts)
                     for offset, (text, doc_id) in enumerate(zip(texts, ids)):
                         if text is None:
-                            yield self._dead_letter(task.file, row + offset, f"field {self._text_field!r} is null")
+                            yield _dead_letter(task.file, row + offset, f"field {self._text_field!r} is null")
                         else:
-                            yield self._document(task.file, row + offset, text, _id_string(doc_id))
+                            yield Document(task.file, row + offset, text, _id_string(doc_id))
                     row += len(texts)
         except _READ_ERRORS as e:
-            yield self._dead_letter(task.file, -1, f"reading parquet stopped before row {row}: {_describe(e)}")
+            yield _dead_letter(task.file, -1, f"reading parquet stopped before row {row}: {_describe(e)}")
+
+
+def _dead_letter(file: str, record: int, reason: str) -> beam.pvalue.TaggedOutput:
+    return beam.pvalue.TaggedOutput("dead_letters", DeadLetter(file, record, reason))
 
 
 def _lines(task: _ReadTask) -> Iterator[bytes]:
