@@ -1,0 +1,192 @@
+"""``beam-bpe encode``: a corpus -> token-ID Parquet shards, dead letters and stats.json.
+
+    beam-bpe encode --tokenizer out/ --input 'corpus/*.jsonl.gz' --output shards/ \
+        [--append-eos] [--num-shards N] [Beam pipeline options]
+
+Everything a user can get wrong (tokenizer file, EOS token, inputs, format,
+runner) is checked before the job starts. After the job, stats.json is computed
+from what was written (the shards' Parquet footers and the dead-letter files),
+not from runner metrics, so it describes the output exactly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Sequence
+
+import apache_beam as beam
+import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+from bpe.tokenizer import TokenizerFileError
+from pipeline.errors import UserError
+from transforms.dead_letters import WriteDeadLetters
+from transforms.encode import EncodeDocuments, eos_token_id, read_tokenizer
+from transforms.read import FORMATS, ReadDocuments, match_inputs
+from transforms.shards import SHA256_KEY, SHARD_GLOB, WriteTokenShards
+
+STATS_FILE = "stats.json"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tokenizer", required=True, help="tokenizer.json, or a directory holding it")
+    parser.add_argument("--input", required=True, action="append", help="input glob (repeatable)")
+    parser.add_argument("--output", required=True, help="directory for the shards and stats.json")
+    parser.add_argument("--format", default="auto", help=f"input format: {', '.join(FORMATS)} (default auto)")
+    parser.add_argument("--text-field", default="text", help="jsonl key / Parquet column of the text")
+    parser.add_argument("--id-field", default=None, help="jsonl key / Parquet column of the document id")
+    parser.add_argument("--append-eos", action="store_true", help="append the EOS token to every document")
+    parser.add_argument("--eos-token", default=None, help="the EOS special token (default: the first special token)")
+    parser.add_argument("--num-shards", type=int, default=0, help="number of shard files (default: automatic)")
+    parser.add_argument("--strict", action="store_true", help="fail (exit 2) if any input record was unreadable")
+
+
+def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    options = pipeline_options(beam_args)
+    tokenizer_sha256, vocab_size = _check_arguments(args)
+
+    with beam.Pipeline(options=options) as p:
+        read = p | "Read" >> ReadDocuments(
+            args.input, format=args.format, text_field=args.text_field, id_field=args.id_field
+        )
+        rows = read.documents | "Encode" >> EncodeDocuments(
+            args.tokenizer,
+            append_eos=args.append_eos,
+            eos_token=args.eos_token,
+            tokenizer_sha256=tokenizer_sha256,
+        )
+        _ = rows | "WriteShards" >> WriteTokenShards(
+            args.output, tokenizer_sha256, vocab_size, num_shards=args.num_shards
+        )
+        _ = read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(args.output)
+        # Input bytes cannot be recovered from the shards, so they are summed in
+        # the job and written through a file sink (exactly once, unlike metrics).
+        _ = (
+            read.documents
+            | "InputBytes" >> beam.Map(lambda doc: len(doc.data))
+            | "SumInputBytes" >> beam.CombineGlobally(sum)
+            | "InputBytesJson" >> beam.Map(lambda n: json.dumps({"input_bytes": n}))
+            | "WriteInputBytes" >> beam.io.WriteToText(
+                FileSystems.join(args.output, "_input_bytes"), shard_name_template=""
+            )
+        )
+
+    stats = collect_stats(args.output, tokenizer_sha256)
+    write_stats(args.output, stats)
+    print(
+        f"beam-bpe encode: {stats['documents']} documents, {stats['tokens']} tokens "
+        f"({stats['bytes_per_token']:.2f} bytes/token), {stats['dead_letters']} dead letters, "
+        f"{len(stats['shards'])} shards in {args.output}",
+        file=sys.stderr,
+    )
+    if args.strict and stats["dead_letters"]:
+        raise UserError(
+            f"{stats['dead_letters']} input records could not be read (see "
+            f"{FileSystems.join(args.output, 'dead_letters')}); failing because of --strict"
+        )
+    return 0
+
+
+def pipeline_options(beam_args: list[str]) -> PipelineOptions:
+    options = PipelineOptions(beam_args)
+    runner = options.view_as(StandardOptions).runner
+    if runner and "dask" in str(runner).lower():
+        raise UserError("DaskRunner is not supported: Beam 2.77's DaskRunner drops elements; use DirectRunner or a portable runner")
+    return options
+
+
+def _check_arguments(args: argparse.Namespace) -> tuple[str, int]:
+    """Fails before the job on any user mistake; returns (tokenizer SHA-256, vocab size)."""
+    if args.format not in FORMATS:
+        raise UserError(f"unknown --format {args.format!r} (choose from {', '.join(FORMATS)})")
+    if args.num_shards < 0:
+        raise UserError(f"--num-shards must be 0 (automatic) or more, not {args.num_shards}")
+    if args.eos_token is not None and not args.append_eos:
+        raise UserError("--eos-token needs --append-eos")
+    try:
+        tokenizer = read_tokenizer(args.tokenizer)
+    except TokenizerFileError as e:
+        raise UserError(str(e)) from None
+    if args.append_eos:
+        try:
+            eos_token_id(tokenizer, args.eos_token)
+        except ValueError as e:
+            raise UserError(f"--append-eos: {e}") from None
+    try:
+        match_inputs(args.input)
+    except FileNotFoundError as e:
+        raise UserError(str(e)) from None
+    try:
+        existing = FileSystems.match([FileSystems.join(args.output, SHARD_GLOB)])[0].metadata_list
+    except Exception:
+        existing = []
+    if existing:
+        # New shards could have a different count (part-*-of-N) and mix with old ones.
+        raise UserError(f"{args.output} already holds token shards; choose an empty output directory")
+    return tokenizer.sha256, tokenizer.vocab_size
+
+
+def collect_stats(output_dir: str, tokenizer_sha256: str) -> dict:
+    """stats.json's content, read back from the shards' footers and the dead-letter files."""
+    shards = sorted(m.path for m in FileSystems.match([FileSystems.join(output_dir, SHARD_GLOB)])[0].metadata_list)
+    documents = tokens = 0
+    for path in shards:
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            parquet = pq.ParquetFile(f)
+            if parquet.schema_arrow.metadata.get(SHA256_KEY, b"").decode() != tokenizer_sha256:
+                raise RuntimeError(f"{path} was not written with tokenizer {tokenizer_sha256}")
+            documents += parquet.metadata.num_rows
+            tokens += _token_count(parquet)
+    dead_letters = 0
+    dead_dir = FileSystems.join(output_dir, "dead_letters", "*")
+    for m in FileSystems.match([dead_dir])[0].metadata_list:
+        with FileSystems.open(m.path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            dead_letters += sum(1 for line in f if line.strip())
+    input_bytes = _read_input_bytes(output_dir)
+    return {
+        "documents": documents,
+        "tokens": tokens,
+        "input_bytes": input_bytes,
+        "bytes_per_token": input_bytes / tokens if tokens else 0.0,
+        "dead_letters": dead_letters,
+        "records_read": documents + dead_letters,
+        "tokenizer_sha256": tokenizer_sha256,
+        "shards": [path.rsplit("/", 1)[-1] for path in shards],
+    }
+
+
+def _token_count(parquet: pq.ParquetFile) -> int:
+    """Total tokens in a shard, from the footer when its statistics allow."""
+    metadata = parquet.metadata
+    column = metadata.schema.to_arrow_schema().get_field_index("tokens")
+    total = 0
+    for rg in range(metadata.num_row_groups):
+        stats = metadata.row_group(rg).column(column).statistics
+        # The leaf column's non-null values are exactly the tokens (lists are never null;
+        # empty lists count as nulls at the leaf).
+        if stats is None or not stats.has_null_count:
+            return sum(
+                sum(len(tokens) for tokens in batch.column(0).to_pylist())
+                for batch in parquet.iter_batches(columns=["tokens"])
+            )
+        total += stats.num_values
+    return total
+
+
+def _read_input_bytes(output_dir: str) -> int:
+    path = FileSystems.join(output_dir, "_input_bytes")
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        lines = [line for line in f.read().decode().splitlines() if line.strip()]
+    FileSystems.delete([path])
+    return sum(json.loads(line)["input_bytes"] for line in lines)
+
+
+def write_stats(output_dir: str, stats: dict) -> None:
+    with FileSystems.create(
+        FileSystems.join(output_dir, STATS_FILE), compression_type=CompressionTypes.UNCOMPRESSED
+    ) as f:
+        f.write((json.dumps(stats, indent=2) + "\n").encode())

@@ -1,0 +1,112 @@
+"""Token shards: Parquet files of (id, tokens) rows that describe their tokenizer.
+
+Files are ``part-SSSSS-of-NNNNN.parquet`` with columns ``id`` (string) and
+``tokens`` (list<uint16> when every ID fits, i.e. vocab_size <= 65536, else
+list<uint32>), zstd-compressed. The Parquet key-value metadata carries
+``tokenizer_sha256`` (of the tokenizer.json bytes) and ``vocab_size``, so a
+reader can tell which tokenizer a shard needs without any side file.
+
+Writing goes through Beam's Parquet sink: every bundle writes a temporary file
+that is renamed into place only when the job commits, so retried bundles never
+leave duplicate rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable, Sequence
+
+import apache_beam as beam
+import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
+
+NAMESPACE = "beam_bpe.shards"
+SHARD_PREFIX = "part"
+SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
+SHARD_SUFFIX = ".parquet"
+SHARD_GLOB = "part-*-of-*.parquet"
+SHA256_KEY = b"tokenizer_sha256"
+VOCAB_SIZE_KEY = b"vocab_size"
+
+# Rows are gathered into Arrow tables of about this many tokens before writing:
+# each table becomes one Parquet row group, big enough for fast scans, small
+# enough to keep a worker's memory flat.
+ROW_GROUP_TOKENS = 1 << 20
+
+
+def token_type(vocab_size: int) -> pa.DataType:
+    """The narrowest unsigned type that holds every ID below vocab_size."""
+    return pa.uint16() if vocab_size <= 1 << 16 else pa.uint32()
+
+
+def shard_schema(tokenizer_sha256: str, vocab_size: int) -> pa.Schema:
+    """The schema of a token shard, with the tokenizer in its key-value metadata."""
+    return pa.schema(
+        [("id", pa.string()), ("tokens", pa.list_(token_type(vocab_size)))],
+        metadata={SHA256_KEY: tokenizer_sha256.encode("ascii"), VOCAB_SIZE_KEY: str(vocab_size).encode("ascii")},
+    )
+
+
+def rows_to_table(rows: Sequence[tuple[str, Sequence[int]]], schema: pa.Schema) -> pa.Table:
+    """Builds an Arrow table from (id, tokens) rows; IDs out of the column type's range raise."""
+    ids = pa.array([row[0] for row in rows], type=pa.string())
+    tokens = pa.array([row[1] for row in rows], type=schema.field("tokens").type)
+    return pa.Table.from_arrays([ids, tokens], schema=schema)
+
+
+class _ToTableFn(beam.DoFn):
+    def __init__(self, schema: pa.Schema):
+        self._schema = schema
+        self._rows = beam.metrics.Metrics.counter(NAMESPACE, "rows")
+        self._tokens = beam.metrics.Metrics.counter(NAMESPACE, "tokens")
+
+    def process(self, rows: list) -> Iterable[pa.Table]:
+        table = rows_to_table(rows, self._schema)
+        self._rows.inc(table.num_rows)
+        self._tokens.inc(sum(len(row[1]) for row in rows))
+        yield table
+
+
+@dataclasses.dataclass
+class WriteTokenShards(beam.PTransform):
+    """Writes (id, tokens) rows as zstd Parquet token shards under output_dir.
+
+    Args:
+      output_dir: the directory (any Beam filesystem) that receives the shards.
+      tokenizer_sha256: SHA-256 of the tokenizer.json that made the tokens.
+      vocab_size: the tokenizer's vocab size; picks uint16 or uint32 tokens.
+      num_shards: how many files; 0 lets the runner decide.
+      row_group_tokens: about how many tokens go into one row group.
+
+    Returns the PCollection of the final shard file names.
+    """
+
+    output_dir: str
+    tokenizer_sha256: str
+    vocab_size: int
+    num_shards: int = 0
+    row_group_tokens: int = ROW_GROUP_TOKENS
+
+    def __post_init__(self):
+        super().__init__()
+
+    def expand(self, rows):
+        schema = shard_schema(self.tokenizer_sha256, self.vocab_size)
+        return (
+            rows
+            | "GroupRows" >> beam.BatchElements(
+                min_batch_size=self.row_group_tokens,
+                max_batch_size=self.row_group_tokens,
+                element_size_fn=lambda row: len(row[1]) + 1,
+                record_metrics=False,
+            )
+            | "ToTable" >> beam.ParDo(_ToTableFn(schema))
+            | "WriteParquet" >> beam.io.WriteToParquetBatched(
+                file_path_prefix=FileSystems.join(self.output_dir, SHARD_PREFIX),
+                schema=schema,
+                codec="zstd",
+                file_name_suffix=SHARD_SUFFIX,
+                num_shards=self.num_shards,
+                shard_name_template=SHARD_TEMPLATE,
+            )
+        )
