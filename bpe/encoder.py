@@ -9,7 +9,7 @@ first and merges every occurrence of it, left to right; exactly
   linked list and a heap of candidate pairs, O(n log n) instead of O(n^2).
 
 A piece -> IDs cache makes repeated pieces cost one dict lookup. It is bounded:
-when it outgrows ``cache_size`` it falls back to the pieces that are whole tokens.
+when it outgrows ``cache_size`` it starts over.
 """
 
 from __future__ import annotations
@@ -36,24 +36,11 @@ class PieceEncoder:
         for rank, pair in enumerate(self.merges):
             # A pair listed twice keeps its first (effective) rank.
             self.ranks.setdefault(tuple(pair), rank)
-        self.cache_size = cache_size
-        self._token_pieces = self._whole_token_pieces(merges)
-        self._cache: dict[str, list[int]] = dict(self._token_pieces)
+        self._cache = _PieceCache(self, cache_size)
 
-    @staticmethod
-    def _whole_token_pieces(merges: Sequence[tuple[int, int]]) -> dict[str, list[int]]:
-        """Maps the text of every token whose bytes are valid UTF-8 to its encoding."""
-        token_bytes = [bytes([b]) for b in range(256)]
-        for left, right in merges:
-            token_bytes.append(token_bytes[left] + token_bytes[right])
-        pieces: dict[str, list[int]] = {}
-        for token_id, data in enumerate(token_bytes):
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-            pieces.setdefault(text, [token_id])
-        return pieces
+    @property
+    def cache_size(self) -> int:
+        return self._cache.limit
 
     def encode_pieces(self, pieces: Iterable[str], errors: str = "strict") -> list[int]:
         """Encodes pieces (str, as split by the pre-tokenizer) and concatenates the IDs.
@@ -61,29 +48,18 @@ class PieceEncoder:
         ``errors`` is the handler that turns each piece back into its original bytes
         (see ``bpe.pretokenize.to_text``).
         """
-        cache = self._cache
-        encoded = list(map(cache.get, pieces))
-        if None in encoded:
-            # `pieces` may be an iterator: rebuild the misses from the hits' positions.
-            if not isinstance(pieces, list):
-                raise TypeError("encode_pieces needs a list of pieces")
-            for i, ids in enumerate(encoded):
-                if ids is None:
-                    encoded[i] = self._encode_miss(pieces[i], errors)
-        return list(chain.from_iterable(encoded))
-
-    def _encode_miss(self, piece: str, errors: str) -> list[int]:
-        try:
-            data = piece.encode("utf-8")
-        except UnicodeEncodeError:
-            # Lone surrogates mean different bytes under different handlers, so
-            # such pieces are never cached.
-            return self.encode_bytes(piece.encode("utf-8", errors))
-        ids = self.encode_bytes(data)
-        if len(self._cache) >= self.cache_size:
-            self._cache = dict(self._token_pieces)
-        self._cache[piece] = ids
-        return ids
+        out: list[int] = []
+        if errors == "surrogateescape":
+            # Text decoded from invalid UTF-8: a piece holding an escaped byte means
+            # other bytes than the same str from a caller, so it bypasses the cache.
+            get = self._cache.get
+            for piece in pieces:
+                ids = get(piece)
+                out += ids if ids is not None else self.encode_bytes(piece.encode("utf-8", errors))
+            return out
+        for ids in map(self._cache.__getitem__, pieces):
+            out += ids
+        return out
 
     def encode_bytes(self, data: bytes) -> list[int]:
         """Encodes one piece given as bytes (uncached)."""
@@ -161,3 +137,30 @@ def _merge_all(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
             out.append(ids[i])
             i += 1
     return out
+
+
+class _PieceCache(dict):
+    """piece -> IDs; a miss encodes the piece. Bounded: past ``limit`` entries it
+    starts over empty, which costs a few misses and keeps memory flat on any corpus.
+
+    (It is not prefilled with the tokens' own texts: a token's bytes need not
+    encode to that token, e.g. merges b+c, a+b, ab+c encode "abc" as a, bc.)
+    """
+
+    def __init__(self, encoder: PieceEncoder, limit: int):
+        super().__init__()
+        self.encoder = encoder
+        self.limit = limit
+
+    def __missing__(self, piece: str) -> list[int]:
+        try:
+            data = piece.encode("utf-8")
+        except UnicodeEncodeError:
+            # Lone surrogates from a caller's str: keep them as their 3-byte forms,
+            # uncached (see encode_pieces).
+            return self.encoder.encode_bytes(piece.encode("utf-8", "surrogatepass"))
+        ids = self.encoder.encode_bytes(data)
+        if len(self) >= self.limit:
+            self.clear()
+        self[piece] = ids
+        return ids

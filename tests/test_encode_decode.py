@@ -69,6 +69,14 @@ def test_text_round_trip_and_pieces_never_crossed(merges, text):
     assert ids == [i for piece in pieces for i in reference.encode_bytes(piece, merges)]
 
 
+def test_token_bytes_need_not_encode_to_the_token():
+    # Merge order decides: b+c comes first, so "abc" never reaches a+b, ab+c.
+    tok = Tokenizer([(98, 99), (97, 98), (257, 99)])
+    assert tok.token_bytes(258) == b"abc"
+    assert tok.encode("abc") == reference.encode_bytes(b"abc", tok.merges) == [97, 256]
+    assert tok.encode("abc abc") == [97, 256, 32, 97, 256]  # the cached path agrees
+
+
 def test_lone_surrogates_in_str_are_kept_as_their_bytes():
     tok = Tokenizer([])
     text = "a\ud800b"
@@ -91,12 +99,12 @@ def test_special_tokens_are_text_unless_allowed():
 
 def test_cache_stays_bounded_on_unique_strings():
     tok = Tokenizer(random_merges(random.Random(0), b"abcdefgh", 50))
-    tok._encoder.cache_size = 1000
+    tok._encoder = PieceEncoder(tok.merges, cache_size=1000)
     rng = random.Random(1)
     for _ in range(300):
         words = " ".join("".join(rng.choices("abcdefgh", k=rng.randint(3, 12))) for _ in range(50))
-        tok.encode(words)
-        assert len(tok._encoder._cache) <= 1000 + len(tok._encoder._token_pieces)
+        assert tok.decode(tok.encode(words)) == words
+        assert len(tok._encoder._cache) <= 1000
 
 
 def test_megabyte_single_pieces_encode_exactly():

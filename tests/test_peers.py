@@ -77,3 +77,19 @@ def test_possessive_interval_is_written_for_oniguruma(trained, tmp_path):
     naive_pieces = [piece for piece, _ in naive.pre_tokenizer.pre_tokenize_str(text)]
     assert "10000" in naive_pieces
     assert [p.decode() for p in tok.pre_tokenizer.pieces(text)] == ["in", " ", "100", "00", " years"]
+
+
+def test_tiktoken_merges_by_token_rank_not_by_pair(tmp_path):
+    """Why tiktoken is an oracle only on trained tokenizers, not on any merge list.
+
+    tiktoken merges the adjacent parts whose *concatenation* has the lowest rank;
+    BPE as trained (GPT-2's encoder, HF, ours) applies the learned *pairs* in order.
+    They differ when a token's bytes can be reached by another pair than the one
+    that made it: with merges b+c, a+b, ab+c, "abc" becomes a, bc by merge order,
+    and tiktoken then joins a+bc because "abc" is a token. Our trainer never learns
+    such a list on its own data when every sub-pair got merged in order, which is
+    why the trained comparisons above agree."""
+    tok = bpe.Tokenizer([(98, 99), (97, 98), (257, 99)])
+    hf = tokenizers.Tokenizer.from_file(tok.save(str(tmp_path)))
+    assert tok.encode("abc") == hf.encode("abc").ids == [97, 256]
+    assert tok.to_tiktoken().encode_ordinary("abc") == [258]
