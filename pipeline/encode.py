@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     options = pipeline_options(beam_args)
-    tokenizer_sha256, vocab_size = _check_arguments(args)
+    tokenizer_sha256, vocab_size, eos_id = _check_arguments(args)
 
     with beam.Pipeline(options=options) as p:
         read = p | "Read" >> ReadDocuments(
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
             tokenizer_sha256=tokenizer_sha256,
         )
         _ = rows | "WriteShards" >> WriteTokenShards(
-            args.output, tokenizer_sha256, vocab_size, num_shards=args.num_shards
+            args.output, tokenizer_sha256, vocab_size, num_shards=args.num_shards, eos_token_id=eos_id
         )
         _ = read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(args.output)
         # Input bytes cannot be recovered from the shards, so they are summed in
@@ -99,8 +99,8 @@ def pipeline_options(beam_args: list[str]) -> PipelineOptions:
     return options
 
 
-def _check_arguments(args: argparse.Namespace) -> tuple[str, int]:
-    """Fails before the job on any user mistake; returns (tokenizer SHA-256, vocab size)."""
+def _check_arguments(args: argparse.Namespace) -> tuple[str, int, int | None]:
+    """Fails before the job on any user mistake; returns (tokenizer SHA-256, vocab size, EOS ID)."""
     if args.format not in FORMATS:
         raise UserError(f"unknown --format {args.format!r} (choose from {', '.join(FORMATS)})")
     if args.num_shards < 0:
@@ -111,9 +111,10 @@ def _check_arguments(args: argparse.Namespace) -> tuple[str, int]:
         tokenizer = read_tokenizer(args.tokenizer)
     except TokenizerFileError as e:
         raise UserError(str(e)) from None
+    eos_id = None
     if args.append_eos:
         try:
-            eos_token_id(tokenizer, args.eos_token)
+            eos_id = eos_token_id(tokenizer, args.eos_token)
         except ValueError as e:
             raise UserError(f"--append-eos: {e}") from None
     try:
@@ -127,7 +128,7 @@ def _check_arguments(args: argparse.Namespace) -> tuple[str, int]:
     if existing:
         # New shards could have a different count (part-*-of-N) and mix with old ones.
         raise UserError(f"{args.output} already holds token shards; choose an empty output directory")
-    return tokenizer.sha256, tokenizer.vocab_size
+    return tokenizer.sha256, tokenizer.vocab_size, eos_id
 
 
 def collect_stats(output_dir: str, tokenizer_sha256: str) -> dict:

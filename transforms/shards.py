@@ -27,6 +27,9 @@ SHARD_SUFFIX = ".parquet"
 SHARD_GLOB = "part-*-of-*.parquet"
 SHA256_KEY = b"tokenizer_sha256"
 VOCAB_SIZE_KEY = b"vocab_size"
+# Present when every row ends with an appended EOS token: its ID, so that
+# decoders can give back exactly the original document bytes.
+EOS_KEY = b"eos_token_id"
 
 # Rows are gathered into Arrow tables of about this many tokens before writing:
 # each table becomes one Parquet row group, big enough for fast scans, small
@@ -39,12 +42,12 @@ def token_type(vocab_size: int) -> pa.DataType:
     return pa.uint16() if vocab_size <= 1 << 16 else pa.uint32()
 
 
-def shard_schema(tokenizer_sha256: str, vocab_size: int) -> pa.Schema:
+def shard_schema(tokenizer_sha256: str, vocab_size: int, eos_token_id: int | None = None) -> pa.Schema:
     """The schema of a token shard, with the tokenizer in its key-value metadata."""
-    return pa.schema(
-        [("id", pa.string()), ("tokens", pa.list_(token_type(vocab_size)))],
-        metadata={SHA256_KEY: tokenizer_sha256.encode("ascii"), VOCAB_SIZE_KEY: str(vocab_size).encode("ascii")},
-    )
+    metadata = {SHA256_KEY: tokenizer_sha256.encode("ascii"), VOCAB_SIZE_KEY: str(vocab_size).encode("ascii")}
+    if eos_token_id is not None:
+        metadata[EOS_KEY] = str(eos_token_id).encode("ascii")
+    return pa.schema([("id", pa.string()), ("tokens", pa.list_(token_type(vocab_size)))], metadata=metadata)
 
 
 def rows_to_table(rows: Sequence[tuple[str, Sequence[int]]], schema: pa.Schema) -> pa.Table:
@@ -76,6 +79,7 @@ class WriteTokenShards(beam.PTransform):
       tokenizer_sha256: SHA-256 of the tokenizer.json that made the tokens.
       vocab_size: the tokenizer's vocab size; picks uint16 or uint32 tokens.
       num_shards: how many files; 0 lets the runner decide.
+      eos_token_id: the EOS ID appended to every row, if any (recorded in the metadata).
       row_group_tokens: about how many tokens go into one row group.
 
     Returns the PCollection of the final shard file names.
@@ -85,13 +89,14 @@ class WriteTokenShards(beam.PTransform):
     tokenizer_sha256: str
     vocab_size: int
     num_shards: int = 0
+    eos_token_id: int | None = None
     row_group_tokens: int = ROW_GROUP_TOKENS
 
     def __post_init__(self):
         super().__init__()
 
     def expand(self, rows):
-        schema = shard_schema(self.tokenizer_sha256, self.vocab_size)
+        schema = shard_schema(self.tokenizer_sha256, self.vocab_size, self.eos_token_id)
         return (
             rows
             | "GroupRows" >> beam.BatchElements(

@@ -1,0 +1,226 @@
+"""``beam-bpe decode``: token shards -> documents, or a live stream of IDs -> text.
+
+    beam-bpe decode --tokenizer out/ --input 'shards/part-*.parquet' [--id ID]
+    model | beam-bpe decode --tokenizer out/ --stream [--strict]
+
+Shards: every document's exact bytes go to stdout, in shard order, with nothing
+added (an EOS token appended at encode time is removed). The shards' recorded
+tokenizer SHA-256 must match the tokenizer given.
+
+Stream: whitespace-separated IDs are read from stdin as they arrive and text is
+written as soon as whole characters exist: an incomplete UTF-8 tail is held back
+and bytes known to be invalid become U+FFFD at once (the same output as
+``Tokenizer.stream_decoder``). At the end a held-back tail becomes U+FFFD, or
+with --strict any invalid UTF-8 is an error naming the token position. IDs are
+handled a whole read at a time, so the loop keeps up with millions of IDs a
+second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import BinaryIO
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from bpe.tokenizer import Tokenizer, TokenizerFileError
+from pipeline.errors import UserError
+from transforms.decode import strip_eos
+from transforms.encode import read_tokenizer
+from transforms.read import match_inputs
+from transforms.shards import EOS_KEY, SHA256_KEY
+
+READ_SIZE = 1 << 16
+# No valid ID is longer than this many digits; a longer run is reported at once
+# instead of being buffered without limit.
+MAX_ID_DIGITS = 20
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tokenizer", required=True, help="tokenizer.json, or a directory holding it")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--input", action="append", help="token shard glob (repeatable): print the documents")
+    source.add_argument("--stream", action="store_true", help="decode whitespace-separated IDs from stdin as they arrive")
+    parser.add_argument("--id", default=None, help="with --input: print only the document with this id")
+    parser.add_argument("--strict", action="store_true", help="with --stream: invalid or incomplete UTF-8 is an error")
+
+
+def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    if beam_args:
+        raise UserError(f"unrecognized arguments: {' '.join(beam_args)}")
+    if args.stream and args.id is not None:
+        raise UserError("--id goes with --input, not --stream")
+    if args.strict and not args.stream:
+        raise UserError("--strict goes with --stream")
+    try:
+        tokenizer = read_tokenizer(args.tokenizer)
+    except TokenizerFileError as e:
+        raise UserError(str(e)) from None
+    out = sys.stdout.buffer
+    try:
+        if args.stream:
+            decode_stream(tokenizer, sys.stdin.fileno(), out, strict=args.strict)
+        else:
+            decode_shards(tokenizer, args.input, out, only_id=args.id)
+    except BrokenPipeError:
+        # The reader went away (`| head`): not an error; silence the final flush.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+    return 0
+
+
+def decode_shards(tokenizer: Tokenizer, patterns: list[str], out: BinaryIO, only_id: str | None = None) -> int:
+    """Writes the documents of the shards to ``out``; returns how many."""
+    try:
+        paths = match_inputs(patterns)
+    except FileNotFoundError as e:
+        raise UserError(str(e)) from None
+    written = 0
+    for path in sorted(paths):
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            try:
+                parquet = pq.ParquetFile(f)
+            except Exception as e:
+                raise UserError(f"{path} is not a Parquet file: {e}") from None
+            metadata = parquet.schema_arrow.metadata or {}
+            sha = metadata.get(SHA256_KEY, b"").decode()
+            if sha != tokenizer.sha256:
+                raise UserError(
+                    f"{path} was written by tokenizer {sha or '(unknown)'}, not by "
+                    f"{tokenizer.sha256} given with --tokenizer"
+                )
+            eos_id = int(metadata[EOS_KEY]) if EOS_KEY in metadata else None
+            for batch in parquet.iter_batches(columns=["id", "tokens"]):
+                if only_id is not None:
+                    batch = batch.filter(pc.equal(batch.column(0), only_id))
+                for tokens in batch.column(1).to_pylist():
+                    out.write(tokenizer.decode_bytes(strip_eos(tokens, eos_id)))
+                    written += 1
+            out.flush()
+    if only_id is not None and not written:
+        raise UserError(f"no document with id {only_id!r} in {', '.join(patterns)}")
+    return written
+
+
+class _StreamState:
+    """Where the stream is: tokens and bytes so far, and the last few tokens' spans."""
+
+    def __init__(self):
+        self.tokens = 0  # tokens decoded before the current read
+        self.bytes = 0  # bytes those tokens stand for
+        self.recent: list[tuple[int, int, int]] = []  # (position, first byte, end byte)
+
+    def position_of_byte(self, offset: int, ids: list[int], table: list[bytes]) -> int:
+        """The position of the token holding byte ``offset`` (recent tokens or ``ids``)."""
+        spans = list(self.recent)
+        start = self.bytes
+        for i, token_id in enumerate(ids):
+            end = start + len(table[token_id])
+            spans.append((self.tokens + i, start, end))
+            start = end
+        for position, first, end in spans:
+            if first <= offset < end:
+                return position
+        return spans[-1][0] if spans else 0
+
+    def advance(self, ids: list[int], data_len: int, table: list[bytes]) -> None:
+        start = self.bytes
+        tail = ids[-4:]
+        spans = []
+        end = self.bytes + data_len
+        for i in range(len(tail) - 1, -1, -1):
+            first = end - len(table[tail[i]])
+            spans.append((self.tokens + len(ids) - len(tail) + i, first, end))
+            end = first
+        self.recent = (self.recent + spans[::-1])[-4:]
+        self.tokens += len(ids)
+        self.bytes = start + data_len
+
+
+def _incomplete_tail(data: bytes) -> int:
+    """The length of a trailing incomplete (but so far valid) UTF-8 sequence, else 0."""
+    for k in range(1, min(3, len(data)) + 1):
+        byte = data[-k]
+        if byte & 0xC0 == 0x80:
+            continue  # a continuation byte: look further back for the lead
+        try:
+            data[-k:].decode("utf-8")
+        except UnicodeDecodeError as e:
+            if e.start == 0 and e.reason == "unexpected end of data":
+                return k
+        return 0
+    return 0
+
+
+def decode_stream(tokenizer: Tokenizer, fd: int, out: BinaryIO, strict: bool = False) -> None:
+    """Decodes whitespace-separated IDs read from file descriptor ``fd`` into ``out``.
+
+    Raises:
+      UserError: an ID that is not a decimal integer or not in the vocabulary, or
+        (strict) invalid or incomplete UTF-8; text before it has been written.
+    """
+    vocab_size = tokenizer.vocab_size
+    table = [tokenizer.token_bytes(i) for i in range(vocab_size)]
+    errors = "strict" if strict else "replace"
+    state = _StreamState()
+    carry = b""  # digits of an ID that may continue in the next read
+    held = b""  # bytes of an incomplete character
+    while True:
+        chunk = os.read(fd, READ_SIZE)
+        final = not chunk
+        buf = carry + chunk
+        parts = buf.split()
+        carry = b""
+        if not final and parts and not buf[-1:].isspace():
+            carry = parts.pop()
+        ids, problem = _parse_ids(parts, vocab_size)
+        data = held + b"".join(map(table.__getitem__, ids))
+        # At the end an incomplete tail is decoded (U+FFFD, or an error if strict);
+        # before a bad token it is simply not written: the stream did not end.
+        keep = 0 if final else _incomplete_tail(data)
+        text_bytes = data[: len(data) - keep]
+        try:
+            text = text_bytes.decode("utf-8", errors)
+        except UnicodeDecodeError as e:
+            out.write(text_bytes[: e.start])
+            out.flush()
+            position = state.position_of_byte(state.bytes - len(held) + e.start, ids, table)
+            what = "incomplete" if e.reason == "unexpected end of data" else "invalid"
+            raise UserError(f"{what} UTF-8 in the bytes of the token at position {position} (--strict)") from None
+        if text:
+            out.write(text.encode("utf-8") if not strict else text_bytes)
+            out.flush()
+        state.advance(ids, len(data) - len(held), table)
+        held = data[len(data) - keep :]
+        if problem:
+            raise UserError(_token_error(problem, state.tokens, vocab_size))
+        if len(carry) > MAX_ID_DIGITS:
+            raise UserError(_token_error(carry, state.tokens, vocab_size))
+        if final:
+            return
+
+
+def _parse_ids(parts: list[bytes], vocab_size: int) -> tuple[list[int], bytes | None]:
+    """The IDs of ``parts`` up to the first bad one, and the bad one (or None)."""
+    if b"".join(parts).isdigit() or not parts:
+        ids = list(map(int, parts))
+        if not ids or max(ids) < vocab_size:
+            return ids, None
+    for i, part in enumerate(parts):
+        if not part.isdigit() or int(part) >= vocab_size:
+            return list(map(int, parts[:i])), part
+    raise AssertionError("unreachable")
+
+
+def _token_error(token: bytes, position: int, vocab_size: int) -> str:
+    shown = token[:40].decode("utf-8", "replace") + ("..." if len(token) > 40 else "")
+    if token.isdigit():
+        return (
+            f"token ID {int(token)} at position {position} is out of range: "
+            f"the vocabulary has {vocab_size} tokens (IDs 0..{vocab_size - 1})"
+        )
+    return f"token {shown!r} at position {position} is not a non-negative integer ID"

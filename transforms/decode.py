@@ -1,0 +1,77 @@
+"""Decoding token shards back into documents: ``DecodeShards``.
+
+    rows = p | beam.io.ReadFromParquet("shards/part-*.parquet")
+    docs = rows | DecodeShards("tokenizer/")     # (id, exact document bytes)
+
+EOS tokens that ``--append-eos`` added are removed, so every document comes back
+as exactly the bytes that were encoded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable, Mapping, Sequence
+
+import apache_beam as beam
+
+from bpe.tokenizer import Tokenizer
+from transforms.encode import read_tokenizer
+
+NAMESPACE = "beam_bpe.decode"
+
+
+def strip_eos(tokens: Sequence[int], eos_id: int | None) -> Sequence[int]:
+    """The tokens without one trailing EOS token (the one ``--append-eos`` added)."""
+    if eos_id is not None and len(tokens) and tokens[-1] == eos_id:
+        return tokens[:-1]
+    return tokens
+
+
+def decode_row(tokenizer: Tokenizer, row, eos_id: int | None = None) -> tuple[str, bytes]:
+    """(id, document bytes) of one shard row: a mapping with id/tokens, or a 2-tuple."""
+    if isinstance(row, Mapping):
+        row_id, tokens = row["id"], row["tokens"]
+    else:
+        row_id, tokens = row
+    return row_id, tokenizer.decode_bytes(strip_eos(tokens, eos_id))
+
+
+class _DecodeFn(beam.DoFn):
+    def __init__(self, tokenizer_path: str, strip_eos_token: str | None):
+        self._tokenizer_path = tokenizer_path
+        self._strip_eos_token = strip_eos_token
+        self._documents = beam.metrics.Metrics.counter(NAMESPACE, "documents")
+        self._bytes = beam.metrics.Metrics.counter(NAMESPACE, "bytes")
+
+    def setup(self):
+        self._tokenizer = read_tokenizer(self._tokenizer_path)
+        self._eos_id = None
+        if self._strip_eos_token is not None:
+            self._eos_id = self._tokenizer.special_tokens[self._strip_eos_token]
+
+    def process(self, row) -> Iterable[tuple[str, bytes]]:
+        row_id, data = decode_row(self._tokenizer, row, self._eos_id)
+        self._documents.inc()
+        self._bytes.inc(len(data))
+        yield row_id, data
+
+
+@dataclasses.dataclass
+class DecodeShards(beam.PTransform):
+    """Decodes shard rows ({"id", "tokens"} dicts or (id, tokens) pairs) into (id, bytes).
+
+    Args:
+      tokenizer_path: the tokenizer that wrote the shards (a tokenizer.json or its
+        directory, any Beam filesystem).
+      strip_eos_token: a special token to drop when it ends a row (the EOS token
+        the shards were written with), or None to keep every token.
+    """
+
+    tokenizer_path: str
+    strip_eos_token: str | None = None
+
+    def __post_init__(self):
+        super().__init__()
+
+    def expand(self, rows):
+        return rows | "Decode" >> beam.ParDo(_DecodeFn(self.tokenizer_path, self.strip_eos_token))
