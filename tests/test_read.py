@@ -8,6 +8,7 @@ import os
 
 import apache_beam as beam
 import pyarrow as pa
+import pyarrow.parquet
 import pytest
 import zstandard
 from apache_beam.metrics.metric import MetricsFilter
@@ -366,3 +367,52 @@ def test_write_dead_letters_writes_a_shard_when_there_are_none(tmp_path):
         _ = p | "Letters" >> beam.Create([]).with_output_types(DeadLetter) | "Write" >> WriteDeadLetters(out)
     files = list((tmp_path / "out" / "dead_letters").glob("dead_letters-*.jsonl"))
     assert files and all(f.read_bytes() == b"" for f in files)
+
+
+@pytest.fixture
+def s3_bucket():
+    """A bucket on a real moto S3 server on 127.0.0.1; yields (boto3 client, Beam options)."""
+    boto3 = pytest.importorskip("boto3")
+    server_module = pytest.importorskip("moto.server")
+    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    client = boto3.client(
+        "s3", endpoint_url=endpoint, region_name="us-east-1",
+        aws_access_key_id="testing", aws_secret_access_key="testing",
+    )
+    client.create_bucket(Bucket="corpus")
+    options = [
+        f"--s3_endpoint_url={endpoint}", "--s3_region_name=us-east-1",
+        "--s3_access_key_id=testing", "--s3_secret_access_key=testing",
+    ]
+    try:
+        yield client, options
+    finally:
+        server.stop()
+
+
+def test_reads_from_s3(s3_bucket):
+    client, options = s3_bucket
+    client.put_object(Bucket="corpus", Key="in/a.txt.gz", Body=gzip.compress(b"one\ntwo \xff\n"))
+    client.put_object(Bucket="corpus", Key="in/b.jsonl", Body=b'{"text": "three"}\n{"text": 4}\n')
+    sink = pa.BufferOutputStream()
+    pa.parquet.write_table(pa.table({"text": ["five", "six"]}), sink, row_group_size=1)
+    client.put_object(Bucket="corpus", Key="in/c.parquet", Body=sink.getvalue().to_pybytes())
+    big = b"".join(b"line %d\n" % i for i in range(300))
+    client.put_object(Bucket="corpus", Key="in/d.txt", Body=big)
+    with test_pipeline.TestPipeline(options=beam.options.pipeline_options.PipelineOptions(options)) as p:
+        # The pipeline gave FileSystems its S3 options, so drivers' check works too.
+        assert len(match_inputs(["s3://corpus/in/*"])) == 4
+        result = p | "Read" >> ReadDocuments(["s3://corpus/in/*"], split_bytes=500)
+        expected = text_documents("s3://corpus/in/a.txt.gz", [b"one\n", b"two \xff\n"])
+        expected += [Document("s3://corpus/in/b.jsonl", 1, b"three", None)]
+        expected += [Document("s3://corpus/in/c.parquet", 1, b"five", None), Document("s3://corpus/in/c.parquet", 2, b"six", None)]
+        expected += text_documents("s3://corpus/in/d.txt", io.BytesIO(big).readlines())
+        assert_that(result.documents, equal_to(expected), label="Documents")
+        assert_that(
+            result.dead_letters,
+            dead_letters_like([("s3://corpus/in/b.jsonl", 2, "field 'text' is a number")]),
+            label="DeadLetters",
+        )
