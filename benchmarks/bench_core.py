@@ -1,0 +1,149 @@
+"""The core library side by side with the peers, in one run, on the same real text.
+
+    python -m benchmarks.bench_core --mb 50 --vocab-size 32000
+
+1. training: our merge loop on the word-count table vs HF ``tokenizers``'
+   whole ``train_from_iterator`` (see benchmarks/bench_train.py);
+2. encoding on one core: ``Tokenizer.encode`` vs tiktoken's ``encode_ordinary``
+   (single thread) and HF ``Tokenizer.encode`` (one call per document), all with
+   the merges we trained, on held-out documents; cold (empty cache) and warm;
+3. stream decoding: ``stream_decoder().step`` vs ``tokenizers.decoders.DecodeStream``;
+4. the 1 MB single-piece cases: one letter repeated, CJK without spaces.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import bpe
+from benchmarks.bench_train import bench_train, format_table
+from benchmarks.corpus import CACHE_DIR, corpus_text, word_counts
+
+
+def timed(fn, *args) -> tuple[float, object]:
+    start = time.perf_counter()
+    result = fn(*args)
+    return time.perf_counter() - start, result
+
+
+def trained_tokenizer(docs: list[str], vocab_size: int, pattern: str, tag: str) -> bpe.Tokenizer:
+    """The tokenizer trained on ``docs``, cached on disk between runs."""
+    path = os.path.join(CACHE_DIR, f"tokenizer-{tag}-{vocab_size}-{pattern}")
+    if not os.path.exists(os.path.join(path, "tokenizer.json")):
+        bpe.train(word_counts(docs, pattern), vocab_size, pattern=pattern, progress=False).save(path)
+    return bpe.Tokenizer.load(path)
+
+
+def bench_encode(tok: bpe.Tokenizer, docs: list[str], warm_up: list[str]) -> list[tuple[str, float]]:
+    """MB/s on one core for each encoder; also checks that all give the same IDs.
+
+    "warm" means the piece cache has seen ``warm_up`` (other text) first, as a
+    worker's cache has after its first documents; it never saw ``docs``.
+    """
+    import tokenizers
+
+    mb = sum(len(d.encode()) for d in docs) / 1e6
+    enc = tok.to_tiktoken()
+    hf = tokenizers.Tokenizer.from_file(tok.save(os.path.join(CACHE_DIR, "encode-bench")))
+    cold = bpe.Tokenizer(tok.merges, pattern=tok.pattern)
+    warm = bpe.Tokenizer(tok.merges, pattern=tok.pattern)
+    for doc in warm_up:
+        warm.encode(doc)
+    runs = [
+        ("beam-bpe Tokenizer.encode, cold cache", lambda: [cold.encode(d) for d in docs]),
+        ("beam-bpe Tokenizer.encode, cache warmed on other text", lambda: [warm.encode(d) for d in docs]),
+        ("tiktoken encode_ordinary (1 thread)", lambda: [enc.encode_ordinary(d) for d in docs]),
+        ("HF tokenizers encode (1 call per doc)", lambda: [hf.encode(d, add_special_tokens=False).ids for d in docs]),
+    ]
+    rows, outputs = [], []
+    for name, run in runs:
+        seconds, ids = timed(run)
+        rows.append((name, mb / seconds))
+        outputs.append(ids)
+    mismatches = sum(a != b for a, b in zip(outputs[1], outputs[2]))
+    rows.append((f"documents where tiktoken's IDs differ from ours: {mismatches}", float("nan")))
+    mismatches = sum(a != b for a, b in zip(outputs[1], outputs[3]))
+    rows.append((f"documents where HF's IDs differ from ours: {mismatches}", float("nan")))
+    return rows
+
+
+def bench_stream(tok: bpe.Tokenizer, docs: list[str]) -> list[tuple[str, float]]:
+    """Tokens per second through each stream decoder, one step per token."""
+    import tokenizers
+    from tokenizers.decoders import DecodeStream
+
+    ids = [i for d in docs for i in tok.encode(d)]
+    hf = tokenizers.Tokenizer.from_file(tok.save(os.path.join(CACHE_DIR, "stream-bench")))
+
+    def ours():
+        dec = tok.stream_decoder()
+        step = dec.step
+        return "".join([step(i) for i in ids]) + dec.flush()
+
+    def theirs():
+        stream = DecodeStream(skip_special_tokens=False)
+        out = [stream.step(hf, i) for i in ids]
+        return "".join(s for s in out if s is not None)
+
+    seconds_ours, text_ours = timed(ours)
+    seconds_hf, text_hf = timed(theirs)
+    assert text_ours == tok.decode(ids)
+    return [
+        ("beam-bpe stream_decoder().step", len(ids) / seconds_ours),
+        ("HF tokenizers DecodeStream.step", len(ids) / seconds_hf),
+        (f"same text: {text_ours == text_hf}", float("nan")),
+    ]
+
+
+def bench_long_pieces(tok: bpe.Tokenizer) -> list[tuple[str, float]]:
+    """Seconds to encode 1 MB that is a single piece."""
+    import tokenizers
+
+    hf = tokenizers.Tokenizer.from_file(tok.save(os.path.join(CACHE_DIR, "long-bench")))
+    cjk = "".join(chr(c) for c in range(0x4E00, 0x4E00 + 400))
+    cases = {"1 MB of 'a'": "a" * 1_000_000, "1 MB of CJK, no spaces": (cjk * 1000)[:333_334]}
+    rows = []
+    for name, text in cases.items():
+        seconds, ids = timed(tok.encode, text)
+        hf_seconds, hf_ids = timed(lambda: hf.encode(text, add_special_tokens=False).ids)
+        rows.append((f"{name}: beam-bpe (s)", seconds))
+        rows.append((f"{name}: HF tokenizers (s); same IDs: {ids == hf_ids}", hf_seconds))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=float, default=50, help="training corpus size in MB")
+    parser.add_argument("--vocab-size", type=int, default=32000)
+    parser.add_argument("--pattern", default="gpt2")
+    parser.add_argument("--encode-mb", type=float, default=10, help="held-out text to encode, in MB")
+    args = parser.parse_args(argv)
+
+    docs = corpus_text(int((args.mb + args.encode_mb) * 1e6))
+    cut, total = 0, 0
+    while cut < len(docs) and total < args.mb * 1e6:
+        total += len(docs[cut].encode())
+        cut += 1
+    train_docs, held_out = docs[:cut], docs[cut:]
+
+    print("== 1. training ==")
+    print(format_table(bench_train(train_docs, args.vocab_size, args.pattern, memory=False)))
+    tok = trained_tokenizer(train_docs, args.vocab_size, args.pattern, tag=f"{args.mb:g}mb")
+
+    print(f"\n== 2. encoding on one core ({sum(len(d.encode()) for d in held_out) / 1e6:.1f} MB held out) ==")
+    for name, value in bench_encode(tok, held_out, warm_up=train_docs[: len(held_out)]):
+        print(f"{name:<56} {value:>8.2f} MB/s" if value == value else name)
+
+    print("\n== 3. stream decoding ==")
+    for name, value in bench_stream(tok, held_out[: max(1, len(held_out) // 4)]):
+        print(f"{name:<56} {value / 1e6:>8.2f} M tokens/s" if value == value else name)
+
+    print("\n== 4. 1 MB single pieces ==")
+    for name, value in bench_long_pieces(tok):
+        print(f"{name:<64} {value:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()
