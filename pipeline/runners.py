@@ -1,0 +1,112 @@
+"""Beam pipeline options for our drivers: runner defaults, refusals, metrics.
+
+Shared by ``beam-bpe train`` and ``beam-bpe encode``:
+
+    options = pipeline_options(beam_args)      # UserError for a refused runner
+    ...
+    result = pipeline.run(); result.wait_until_finish()
+    counters = committed_counters(result)      # {(namespace, name): value}
+
+DirectRunner (the default) is made to use every local core: unless the user's
+own flags say otherwise, it runs ``--direct_running_mode=multi_processing``
+with ``--direct_num_workers=0`` (one SDK worker process per core), and its
+workers log warnings only, so the command's output stays readable. Any flag the
+user gives wins, because Beam takes the last value of a repeated flag and ours
+come first.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Sequence
+
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+
+from pipeline.errors import UserError
+
+__all__ = ["DIRECT_DEFAULTS", "committed_counters", "describe_runner", "is_direct", "pipeline_options"]
+
+DIRECT_DEFAULTS = (
+    "--direct_running_mode=multi_processing",
+    "--direct_num_workers=0",  # 0 = one worker per CPU core
+    "--default_sdk_harness_log_level=WARNING",
+)
+
+_DIRECT_NAMES = {"directrunner", "direct", "switchingdirectrunner", "fnapirunner", "bundlebaseddirectrunner"}
+
+
+def _runner_name(options: PipelineOptions) -> str:
+    runner = options.view_as(StandardOptions).runner
+    if runner is None:
+        return "DirectRunner"
+    # --runner may also name a class path (a.b.DaskRunner) or an instance.
+    return runner if isinstance(runner, str) else type(runner).__name__
+
+
+def is_direct(options: PipelineOptions) -> bool:
+    """Whether the options select Beam's DirectRunner (also when --runner is absent)."""
+    return _runner_name(options).rsplit(".", 1)[-1].lower() in _DIRECT_NAMES
+
+
+def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
+    """Builds PipelineOptions from Beam flags, with our DirectRunner defaults.
+
+    Args:
+      beam_args: Beam's own flags as the user gave them (``--runner=...``).
+
+    Raises:
+      UserError: for Beam's DaskRunner, which (Beam 2.77) silently drops the
+        elements of multi-branch pipelines and of file sinks: our jobs are both.
+    """
+    beam_args = list(beam_args)
+    options = PipelineOptions(beam_args)
+    name = _runner_name(options)
+    if "dask" in name.lower():
+        raise UserError(
+            f"--runner {name} is not supported: Beam's DaskRunner silently drops elements of "
+            "multi-branch pipelines and file sinks; use DirectRunner, or Flink/Spark/Dataflow (see configs/)"
+        )
+    if is_direct(options):
+        # In multi_processing mode the runner re-logs every worker warning
+        # (e.g. about options only the driver knows) as its own; keep errors.
+        logging.getLogger("apache_beam.runners.portability.local_job_service").setLevel(logging.ERROR)
+        return PipelineOptions([*DIRECT_DEFAULTS, *beam_args])
+    return options
+
+
+def describe_runner(options: PipelineOptions) -> str:
+    """A short description for summaries, e.g. "DirectRunner (multi_processing, 2 workers)"."""
+    name = _runner_name(options)
+    if not is_direct(options):
+        return name
+    direct = options.view_as(DirectOptions)
+    workers = direct.direct_num_workers
+    if workers == 0:
+        import multiprocessing
+
+        workers = multiprocessing.cpu_count()
+    mode = direct.direct_running_mode
+    return f"DirectRunner ({mode}, {workers} worker{'s' if workers != 1 else ''})"
+
+
+def committed_counters(result) -> dict[tuple[str, str], int]:
+    """The job's committed counters as {(namespace, name): total}; {} if unavailable.
+
+    Some runners report no metrics (or only attempted ones). Callers use them
+    for reporting; correctness comes from the job's output files.
+    """
+    try:
+        counters = result.metrics().query()["counters"]
+    except Exception:  # noqa: BLE001 - a runner without metrics support: report none
+        return {}
+    totals: dict[tuple[str, str], int] = {}
+    for counter in counters:
+        value = counter.committed
+        if value is None:
+            value = counter.attempted
+        if value is None:
+            continue
+        key = (counter.key.metric.namespace, counter.key.metric.name)
+        # The same counter appears once per step that updates it: add them up.
+        totals[key] = totals.get(key, 0) + value
+    return totals

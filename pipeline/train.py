@@ -1,0 +1,391 @@
+"""``beam-bpe train``: count pre-tokens with Beam, then learn the merges on one machine.
+
+    beam-bpe train --input 'corpus/*.jsonl.gz' --vocab-size 32000 --output out/
+
+Phase 1 (a Beam job, on any runner): ReadDocuments -> CountPreTokens ->
+``OUT/word_counts.parquet`` (word binary, count int64), and unreadable records
+under ``OUT/dead_letters/``. Phase 2 (this process): ``bpe.train`` on that
+table -> ``OUT/tokenizer.json``, plus ``OUT/train_stats.json``.
+
+``--word-counts FILE`` skips phase 1 and trains from an existing table, e.g.
+another vocabulary size without recounting the corpus.
+
+Everything the user can get wrong is checked before the job starts and
+reported as one line (``pipeline.errors.UserError``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import Counter
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+import bpe
+from bpe.pretokenize import compile_pattern
+from bpe.trainer import MAX_TOKEN_ID
+from pipeline.config import Setting, default_help, resolve
+from pipeline.errors import UserError
+from pipeline.runners import committed_counters, describe_runner, pipeline_options
+from transforms.count import CountPreTokens
+from transforms.dead_letters import WriteDeadLetters
+from transforms.read import FORMATS, ReadDocuments, match_inputs
+
+WORD_COUNTS_FILE = "word_counts.parquet"
+STATS_FILE = "train_stats.json"
+WORD_COUNTS_SCHEMA = pa.schema([("word", pa.binary()), ("count", pa.int64())])
+
+# Keys of --config files (flag names with underscores) and their defaults.
+SETTINGS = {
+    "input": Setting("list", []),
+    "vocab_size": Setting("int"),
+    "output": Setting("str"),
+    "format": Setting("str", "auto"),
+    "text_field": Setting("str", "text"),
+    "pattern": Setting("str", "gpt2"),
+    "special_token": Setting("list", []),
+    "min_frequency": Setting("int", 2),
+    "min_word_count": Setting("int", 1),
+    "word_counts": Setting("str"),
+    "strict": Setting("bool", False),
+    "no_progress": Setting("bool", False),
+}
+
+# How many dead letters a summary or a --strict failure lists in full.
+_SHOWN_DEAD_LETTERS = 5
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds train's flags. Defaults stay None so config files can fill them in."""
+    h = default_help(SETTINGS)
+    parser.epilog = (
+        "Other --flags are Beam pipeline options (--runner, --direct_num_workers, ...). "
+        "DirectRunner uses all local cores unless told otherwise."
+    )
+    parser.add_argument("--input", action="append", metavar="GLOB",
+                        help="corpus files: a glob, path or URL (gs://, s3://); repeatable")
+    parser.add_argument("--vocab-size", type=int, metavar="N",
+                        help="256 byte tokens + merges + special tokens (required)")
+    parser.add_argument("--output", metavar="DIR", help="directory for tokenizer.json and the rest (required)")
+    parser.add_argument("--format", metavar="FORMAT", help=h("format", f"one of {', '.join(FORMATS)}"))
+    parser.add_argument("--text-field", metavar="NAME", help=h("text_field", "jsonl key / Parquet column of the text"))
+    parser.add_argument("--pattern", metavar="PATTERN",
+                        help=h("pattern", "pre-tokenizer: gpt2, cl100k, o200k or a regex"))
+    parser.add_argument("--special-token", action="append", metavar="TOKEN",
+                        help="a special token, given its own ID after the merges; repeatable")
+    parser.add_argument("--min-frequency", type=int, metavar="N",
+                        help=h("min_frequency", "stop when the best pair occurs fewer times"))
+    parser.add_argument("--min-word-count", type=int, metavar="N",
+                        help=h("min_word_count", "drop pieces seen fewer times in the corpus before training"))
+    parser.add_argument("--word-counts", metavar="FILE",
+                        help="train from this word-count table instead of reading --input")
+    parser.add_argument("--config", action="append", default=[], metavar="FILE.yaml",
+                        help="flag values from YAML (keys = flag names with underscores, "
+                        "beam_options = Beam flags); command-line flags win; repeatable")
+    parser.add_argument("--strict", action="store_true", default=None,
+                        help="fail (exit 1) if any input record could not be read")
+    parser.add_argument("--no-progress", action="store_true", default=None, help="no progress bar")
+
+
+def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    started = time.monotonic()
+    config_flags = resolve(args, SETTINGS, args.config)
+    output = _check_settings(args)
+    options = pipeline_options([*config_flags, *beam_args])
+    files = [] if args.word_counts else _match(args.input)
+    _check_output(output)
+
+    stats = {
+        "inputs": [] if args.word_counts else list(args.input),
+        "files": len(files),
+        "pattern": args.pattern,
+        "min_word_count": args.min_word_count,
+        "min_frequency": args.min_frequency,
+        "special_tokens": list(args.special_token),
+        "runner": None,
+        "documents": None,
+        "bytes": None,
+        "pieces": None,
+        "dead_letters": None,
+        "unique_pieces": None,
+        "word_counts": args.word_counts or FileSystems.join(output, WORD_COUNTS_FILE),
+        "seconds": {},
+    }
+
+    if args.word_counts:
+        print(f"beam-bpe train: training from {args.word_counts} (not reading any --input)", file=sys.stderr)
+        table = _read_word_counts(args.word_counts)
+    else:
+        stats["runner"] = describe_runner(options)
+        count_started = time.monotonic()
+        counters = _count(args, output, options)
+        stats["seconds"]["count"] = round(time.monotonic() - count_started, 3)
+        stats["documents"] = counters.get(("CountPreTokens", "documents"))
+        stats["bytes"] = counters.get(("CountPreTokens", "bytes"))
+        stats["pieces"] = counters.get(("CountPreTokens", "pieces"))
+        # The files are the source of truth; counters are for reporting only.
+        dead_letters = _read_dead_letters(output)
+        stats["dead_letters"] = len(dead_letters)
+        if dead_letters and args.strict:
+            _report_dead_letters(dead_letters, output, file=sys.stderr)
+            print(
+                f"beam-bpe train: error: {len(dead_letters)} input record(s) could not be read (--strict); "
+                f"not training. Word counts so far: {stats['word_counts']}",
+                file=sys.stderr,
+            )
+            return 1
+        table = _read_word_counts(stats["word_counts"])
+        stats["unique_pieces"] = counters.get(("CountPreTokens", "unique_pieces"))
+    stats["word_count_rows"] = len(table)
+    if stats["unique_pieces"] is None:
+        stats["unique_pieces"] = len(table)
+
+    train_started = time.monotonic()
+    try:
+        tokenizer = bpe.train(
+            table,
+            vocab_size=args.vocab_size,
+            pattern=args.pattern,
+            special_tokens=args.special_token,
+            min_frequency=args.min_frequency,
+            progress=False if args.no_progress else None,
+        )
+    except ValueError as e:  # checked up front; kept so a slip is still one line
+        raise UserError(str(e)) from None
+    stats["seconds"]["train"] = round(time.monotonic() - train_started, 3)
+    stats["merges"] = len(tokenizer.merges)
+    stats["vocab_size"] = tokenizer.vocab_size
+    stats["requested_vocab_size"] = args.vocab_size
+
+    tokenizer_path = FileSystems.join(output, "tokenizer.json")
+    stats_path = FileSystems.join(output, STATS_FILE)
+    _write_text(tokenizer_path, tokenizer.to_json())
+    stats["seconds"]["total"] = round(time.monotonic() - started, 3)
+    _write_text(stats_path, json.dumps(stats, indent=1) + "\n")
+    _print_summary(stats, tokenizer_path, stats_path, output)
+    if stats["dead_letters"]:
+        _report_dead_letters(_read_dead_letters(output), output, file=sys.stdout)
+    return 0
+
+
+def _check_settings(args: argparse.Namespace) -> str:
+    """Checks every value that does not need the file system; returns the output dir."""
+    if args.vocab_size is None:
+        raise UserError("--vocab-size is required")
+    if not args.output:
+        raise UserError("--output is required")
+    if not args.input and not args.word_counts:
+        raise UserError("--input is required (or --word-counts to train from an existing table)")
+    if args.format not in FORMATS:
+        raise UserError(f"unknown --format {args.format!r}: use one of {', '.join(FORMATS)}")
+    if not args.text_field:
+        raise UserError("--text-field must not be empty")
+    try:
+        compile_pattern(args.pattern)
+    except ValueError as e:
+        raise UserError(f"--pattern: {e}") from None
+    specials = args.special_token
+    if any(not token for token in specials):
+        raise UserError("--special-token must not be empty")
+    duplicates = sorted({t for t in specials if specials.count(t) > 1})
+    if duplicates:
+        raise UserError(f"--special-token given twice: {', '.join(duplicates)}")
+    minimum = 256 + len(specials)
+    if args.vocab_size < minimum:
+        raise UserError(
+            f"--vocab-size {args.vocab_size} is too small: it must be at least {minimum} "
+            f"(256 byte tokens + {len(specials)} special tokens)"
+        )
+    if args.vocab_size - len(specials) - 1 > MAX_TOKEN_ID:
+        raise UserError(f"--vocab-size {args.vocab_size} is too large: token IDs stop at {MAX_TOKEN_ID}")
+    if args.min_frequency < 1:
+        raise UserError(f"--min-frequency must be at least 1, not {args.min_frequency}")
+    if args.min_word_count < 1:
+        raise UserError(f"--min-word-count must be at least 1, not {args.min_word_count}")
+    if args.word_counts:
+        _read_word_counts(args.word_counts)  # a bad table fails now, not after a job
+    output = args.output
+    # Beam's FileSystems knows local files as plain paths only.
+    return output[len("file://"):] if output.startswith("file://") else output
+
+
+def _match(patterns: list[str]) -> list[str]:
+    try:
+        return match_inputs(patterns)
+    except FileNotFoundError as e:
+        raise UserError(f"--input: {e}") from None
+    except Exception as e:  # noqa: BLE001 - e.g. an unknown scheme or missing credentials
+        raise UserError(f"--input: cannot list files: {e}") from None
+
+
+def _is_local(path: str) -> bool:
+    return "://" not in path
+
+
+def _check_output(output: str) -> None:
+    """Creates the output directory and proves it writable, before any work."""
+    probe = FileSystems.join(output, ".beam-bpe-write-check")
+    try:
+        if _is_local(output):
+            if os.path.exists(output) and not os.path.isdir(output):
+                raise UserError(f"--output {output} exists and is not a directory")
+            os.makedirs(output, exist_ok=True)
+        FileSystems.create(probe).close()
+        FileSystems.delete([probe])
+    except UserError:
+        raise
+    except Exception as e:  # noqa: BLE001 - OSError locally, BeamIOError/auth errors remotely
+        reason = getattr(e, "strerror", None) or str(e).splitlines()[0]
+        raise UserError(f"cannot write to --output {output}: {reason}") from None
+
+
+def _dead_letter_glob(output: str) -> str:
+    return FileSystems.join(output, "dead_letters", "dead_letters-*-of-*.jsonl")
+
+
+def _count(args: argparse.Namespace, output: str, options) -> dict[tuple[str, str], int]:
+    """Runs the counting job; returns its counters ({} if the runner has none)."""
+    # Shards of an earlier run in the same directory would be mistaken for ours.
+    stale = [m.path for m in FileSystems.match([_dead_letter_glob(output)])[0].metadata_list]
+    if stale:
+        FileSystems.delete(stale)
+
+    pipeline = beam.Pipeline(options=options)
+    read = pipeline | "ReadDocuments" >> ReadDocuments(args.input, format=args.format, text_field=args.text_field)
+    counts = read.documents | "CountPreTokens" >> CountPreTokens(args.pattern, min_word_count=args.min_word_count)
+    (
+        counts
+        | "ToRecords" >> beam.Map(_word_count_record)
+        # One file with exactly this name: one shard, no shard numbers in the
+        # name, written by Beam's sink (temp file + rename) on any runner.
+        | "WriteWordCounts" >> beam.io.WriteToParquet(
+            FileSystems.join(output, "word_counts"),
+            WORD_COUNTS_SCHEMA,
+            file_name_suffix=".parquet",
+            num_shards=1,
+            shard_name_template="",
+        )
+    )
+    read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(output)
+    result = pipeline.run()
+    result.wait_until_finish()
+    return committed_counters(result)
+
+
+def _word_count_record(row: tuple[bytes, int]) -> dict:
+    return {"word": row[0], "count": row[1]}
+
+
+def _read_word_counts(path: str) -> dict[bytes, int]:
+    """Reads a word-count table (word binary/string, count integer) into a dict."""
+    try:
+        if _is_local(path):
+            table = pq.read_table(path[len("file://"):] if path.startswith("file://") else path)
+        else:
+            with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+                table = pq.read_table(pa.BufferReader(f.read()))
+    except FileNotFoundError:
+        raise UserError(f"word-count table {path} does not exist") from None
+    except Exception as e:  # noqa: BLE001 - OSError, ArrowInvalid: not a readable Parquet file
+        raise UserError(f"cannot read word-count table {path}: {str(e).splitlines()[0]}") from None
+    problem = None
+    if "word" not in table.column_names or "count" not in table.column_names:
+        problem = f"it needs columns 'word' and 'count', it has {', '.join(table.column_names) or 'none'}"
+    else:
+        word_type, count_type = table.schema.field("word").type, table.schema.field("count").type
+        if not (pa.types.is_binary(word_type) or pa.types.is_large_binary(word_type)
+                or pa.types.is_string(word_type) or pa.types.is_large_string(word_type)):
+            problem = f"column 'word' has type {word_type}, expected binary"
+        elif not pa.types.is_integer(count_type):
+            problem = f"column 'count' has type {count_type}, expected int64"
+        elif table.column("word").null_count or table.column("count").null_count:
+            problem = "it has null words or counts"
+    if problem:
+        raise UserError(f"word-count table {path} is not usable: {problem}")
+    words = table.column("word").to_pylist()
+    counts = table.column("count").to_pylist()
+    if any(c < 0 for c in counts):
+        raise UserError(f"word-count table {path} is not usable: it has negative counts")
+    words = [w.encode("utf-8") if isinstance(w, str) else w for w in words]
+    table_dict = dict(zip(words, counts))
+    if len(table_dict) != len(words):
+        # A table written by someone else may list a word twice: add them up.
+        summed: Counter[bytes] = Counter()
+        for word, count in zip(words, counts):
+            summed[word] += count
+        table_dict = dict(summed)
+    return table_dict
+
+
+def _read_dead_letters(output: str) -> list[dict]:
+    dead_letters = []
+    for metadata in sorted(FileSystems.match([_dead_letter_glob(output)])[0].metadata_list, key=lambda m: m.path):
+        with FileSystems.open(metadata.path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            for line in f.read().decode("utf-8").splitlines():
+                if line.strip():
+                    dead_letters.append(json.loads(line))
+    dead_letters.sort(key=lambda d: (d["file"], d["record"]))
+    return dead_letters
+
+
+def _report_dead_letters(dead_letters: list[dict], output: str, file) -> None:
+    where = FileSystems.join(output, "dead_letters")
+    print(f"{len(dead_letters)} input record(s) could not be read; all are listed in {where}/", file=file)
+    for d in dead_letters[:_SHOWN_DEAD_LETTERS]:
+        record = "whole file" if d["record"] == -1 else f"record {d['record']}"
+        print(f"  {d['file']} ({record}): {d['reason']}", file=file)
+    if len(dead_letters) > _SHOWN_DEAD_LETTERS:
+        print(f"  ... and {len(dead_letters) - _SHOWN_DEAD_LETTERS} more", file=file)
+
+
+def _write_text(path: str, text: str) -> None:
+    # Through FileSystems so gs:// and s3:// outputs work; locally, write a
+    # temporary file and rename it so a reader never sees half a file.
+    if _is_local(path):
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    else:
+        with FileSystems.create(path, mime_type="application/json") as f:
+            f.write(text.encode("utf-8"))
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "? bytes"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def _print_summary(stats: dict, tokenizer_path: str, stats_path: str, output: str) -> None:
+    seconds = stats["seconds"]
+    if stats["runner"]:
+        documents = "?" if stats["documents"] is None else f"{stats['documents']:,}"
+        print(
+            f"beam-bpe train: counted {documents} documents ({_size(stats['bytes'])}, {stats['files']:,} files) "
+            f"-> {stats['unique_pieces']:,} unique pieces in {seconds['count']:.1f} s on {stats['runner']}"
+        )
+    merges_wanted = stats["requested_vocab_size"] - 256 - len(stats["special_tokens"])
+    early = ""
+    if stats["merges"] < merges_wanted:
+        early = f" (stopped early: no pair occurs {stats['min_frequency']}+ times)"
+    print(
+        f"beam-bpe train: learned {stats['merges']:,} merges from {stats['word_count_rows']:,} pieces "
+        f"-> vocab size {stats['vocab_size']:,} in {seconds['train']:.1f} s{early}"
+    )
+    print(f"  tokenizer:    {tokenizer_path}")
+    print(f"  word counts:  {stats['word_counts']}")
+    print(f"  stats:        {stats_path}")
+    if stats["dead_letters"] is not None and not stats["dead_letters"]:
+        print(f"  dead letters: none ({FileSystems.join(output, 'dead_letters')}/)")
