@@ -42,7 +42,10 @@ import zstandard
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-__all__ = ["Document", "DeadLetter", "ReadDocuments", "match_inputs", "FORMATS"]
+__all__ = [
+    "Document", "DeadLetter", "ReadDocuments", "match_inputs", "FORMATS",
+    "detect_format", "detect_compression",
+]
 
 FORMATS = ("auto", "text", "jsonl", "parquet")
 
