@@ -1,0 +1,160 @@
+"""The fast trainer gives exactly the reference's merges; train() validates its input."""
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bpe import reference
+from bpe.trainer import train, train_merges
+
+
+def spelled(merges):
+    """The bytes of every token, by ID, for a list of merges."""
+    token_bytes = [bytes([b]) for b in range(256)]
+    for left, right in merges:
+        token_bytes.append(token_bytes[left] + token_bytes[right])
+    return token_bytes
+
+
+# Small alphabets and a few repeated counts make ties (and runs like "aaaa") the norm.
+ALPHABETS = [b"ab", b"abc", b"a", bytes([0, 255]), "é√".encode()]
+
+
+@st.composite
+def tables(draw):
+    alphabet = draw(st.sampled_from(ALPHABETS))
+    word = st.lists(st.sampled_from(alphabet), min_size=0, max_size=12).map(bytes)
+    counts = st.sampled_from([0, 1, 2, 3, 5, 8]) if draw(st.booleans()) else st.integers(0, 50)
+    return draw(st.dictionaries(word, counts, max_size=12))
+
+
+@settings(max_examples=400, deadline=None)
+@given(table=tables(), num_merges=st.integers(0, 30), min_frequency=st.integers(1, 3))
+def test_matches_reference(table, num_merges, min_frequency):
+    expected = reference.train_bytes(table, num_merges, min_frequency)
+    assert train_merges(table, num_merges, min_frequency, progress=False) == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(table=tables(), num_merges=st.integers(0, 30), seed=st.integers(0, 2**32))
+def test_independent_of_table_order(table, num_merges, seed):
+    items = list(table.items())
+    random.Random(seed).shuffle(items)
+    assert train_merges(dict(items), num_merges, 1, progress=False) == train_merges(table, num_merges, 1, progress=False)
+
+
+@settings(max_examples=150, deadline=None)
+@given(table=tables(), num_merges=st.integers(0, 30))
+def test_tokens_have_unique_bytes(table, num_merges):
+    token_bytes = spelled(train_merges(table, num_merges, 1, progress=False))
+    assert len(set(token_bytes)) == len(token_bytes)
+
+
+def test_ties_go_to_greatest_byte_pair():
+    assert train_merges({b"ab": 3, b"cd": 3}, 1) == [(99, 100)]
+    # The left bytes decide first: (b"b", b"a") > (b"a", b"z").
+    assert train_merges({b"az": 2, b"ba": 2}, 1) == [(98, 97)]
+    # A prefix sorts before its extension: (b"aa", b"b") > (b"a", b"b").
+    assert train_merges({b"aa": 10, b"aab": 2, b"ab": 2}, 2) == [(97, 97), (256, 98)]
+    # Bytes >= 0x80 are greater than ASCII.
+    assert train_merges({b"\xff\x00": 2, b"zz": 2}, 1) == [(255, 0)]
+
+
+def test_worked_example_in_bytes():
+    table = {"low": 5, "lower": 2, "newest": 6, "widest": 3}
+    merges = train_merges(table, 10)
+    assert merges == reference.train_bytes(table, 10)
+    names = [b.decode() for b in spelled(merges)[256:]]
+    # e+s and s+t tie at 9: (s, t) is greater; then o+w beats l+o at 7.
+    assert names[:4] == ["st", "est", "ow", "low"]
+
+
+def test_overlapping_runs():
+    # "aaaaa" -> aa aa a -> (aa, aa) then (aaaa, a).
+    assert train_merges({b"aaaaa": 3}, 3) == [(97, 97), (256, 256), (257, 97)]
+
+
+def test_str_and_bytes_keys_add_up():
+    # Separately each count is 1 (< min_frequency 2); together they reach 2.
+    assert train_merges({"é": 1, "é".encode(): 1}, 1) == [(0xC3, 0xA9)]
+    assert train_merges({"é": 1}, 1) == []
+
+
+def test_stops_early_below_min_frequency():
+    table = {b"abc": 3, b"xy": 1}
+    assert train_merges(table, 10, min_frequency=2) == [(98, 99), (97, 256)]
+    assert len(train_merges(table, 10, min_frequency=1)) == 3
+    assert train_merges(table, 10, min_frequency=4) == []
+
+
+def test_stops_when_no_pair_is_left():
+    assert train_merges({b"ab": 5}, 10, min_frequency=1) == [(97, 98)]
+    assert train_merges({}, 10) == []
+    assert train_merges({b"a": 100, b"": 3}, 10) == []
+
+
+def test_zero_counts_take_no_part():
+    assert train_merges({b"ab": 0, b"cd": 2}, 5) == [(99, 100)]
+
+
+def test_duplicate_bytes_rule_holds_on_a_larger_table():
+    # Project decision: a pair whose bytes already exist as a token is never
+    # chosen. Check it, and agreement with the reference, on a table with many
+    # repeated letters (the runs where left-to-right merging is context-dependent).
+    rng = random.Random(7)
+    table = {bytes(rng.choice(b"aab") for _ in range(rng.randint(2, 14))): rng.randint(1, 6) for _ in range(60)}
+    merges = train_merges(table, 60, min_frequency=1)
+    assert merges == reference.train_bytes(table, 60, min_frequency=1)
+    token_bytes = spelled(merges)
+    assert len(set(token_bytes)) == len(token_bytes)
+
+
+def test_negative_count_is_an_error():
+    with pytest.raises(ValueError, match="negative count"):
+        train_merges({b"ab": -1}, 1)
+
+
+def test_progress_bar_can_be_forced(capsys):
+    train_merges({b"abcabc": 3}, 3, progress=True)
+    assert "merges" in capsys.readouterr().err
+    train_merges({b"abcabc": 3}, 3, progress=False)
+    assert capsys.readouterr().err == ""
+
+
+# --- train(): validation, then the Tokenizer -----------------------------------
+
+
+def test_train_rejects_vocab_smaller_than_bytes_and_specials():
+    with pytest.raises(ValueError, match="vocab_size=256 is too small.*at least 257"):
+        train({b"ab": 5}, 256, special_tokens=("<|endoftext|>",))
+    with pytest.raises(ValueError, match="vocab_size=255 is too small"):
+        train({b"ab": 5}, 255)
+
+
+def test_train_rejects_duplicate_special_tokens():
+    with pytest.raises(ValueError, match="duplicate special tokens: '<s>'"):
+        train({b"ab": 5}, 300, special_tokens=("<s>", "</s>", "<s>"))
+
+
+def test_train_rejects_empty_special_token():
+    with pytest.raises(ValueError, match="non-empty"):
+        train({b"ab": 5}, 300, special_tokens=("<s>", ""))
+
+
+def test_train_rejects_negative_counts():
+    with pytest.raises(ValueError, match="negative count -3"):
+        train({b"ab": 5, b"cd": -3}, 300)
+
+
+def test_train_rejects_invalid_pattern():
+    with pytest.raises(ValueError, match="invalid pre-tokenizer"):
+        train({b"ab": 5}, 300, pattern="(unclosed")
+
+
+def test_train_builds_tokenizer_with_merges_and_specials():
+    table = {"hello": 10, " world": 5, " hello": 3}
+    tok = train(table, 256 + 5 + 1, special_tokens=("<|endoftext|>",), progress=False)
+    assert list(tok.merges) == train_merges(table, 5)
+    assert tok.vocab_size == 256 + 5 + 1
