@@ -20,10 +20,10 @@ import apache_beam as beam
 import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from bpe.tokenizer import TokenizerFileError
 from pipeline.errors import UserError
+from pipeline.runners import describe_runner, pipeline_options
 from transforms.dead_letters import WriteDeadLetters
 from transforms.encode import EncodeDocuments, eos_token_id, read_tokenizer
 from transforms.read import FORMATS, ReadDocuments, match_inputs
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     print(
         f"beam-bpe encode: {stats['documents']} documents, {stats['tokens']} tokens "
         f"({stats['bytes_per_token']:.2f} bytes/token), {stats['dead_letters']} dead letters, "
-        f"{len(stats['shards'])} shards in {args.output}",
+        f"{len(stats['shards'])} shards in {args.output} ({describe_runner(options)})",
         file=sys.stderr,
     )
     if args.strict and stats["dead_letters"]:
@@ -89,14 +89,6 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
             f"{FileSystems.join(args.output, 'dead_letters')}); failing because of --strict"
         )
     return 0
-
-
-def pipeline_options(beam_args: list[str]) -> PipelineOptions:
-    options = PipelineOptions(beam_args)
-    runner = options.view_as(StandardOptions).runner
-    if runner and "dask" in str(runner).lower():
-        raise UserError("DaskRunner is not supported: Beam 2.77's DaskRunner drops elements; use DirectRunner or a portable runner")
-    return options
 
 
 def _check_arguments(args: argparse.Namespace) -> tuple[str, int, int | None]:
