@@ -1,0 +1,310 @@
+"""``beam-bpe train`` end to end: exact counts, determinism, config, errors, bad input."""
+
+import collections
+import glob
+import gzip
+import json
+import os
+import pathlib
+import sysconfig
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import bpe
+from bpe.pretokenize import PreTokenizer
+from pipeline import cli, config, runners
+from pipeline.errors import UserError
+from transforms.read import match_inputs
+
+STDLIB = pathlib.Path(sysconfig.get_path("stdlib"))
+# Real text from this machine: code, prose docstrings, a little non-ASCII.
+STDLIB_FILES = ("textwrap.py", "difflib.py", "calendar.py", "string.py")
+VOCAB = 400
+# Fast, single-process runner for tests where the runner is not the point.
+IN_MEMORY = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
+
+
+def stdlib_lines() -> list[bytes]:
+    lines = []
+    for name in STDLIB_FILES:
+        with open(STDLIB / name, "rb") as f:
+            lines.extend(f.readlines())
+    return lines
+
+
+def write_stdlib_corpus(root: pathlib.Path) -> dict[str, str]:
+    """The same documents (stdlib lines) as 1 text file, 8 text shards and 8 jsonl.gz shards.
+
+    Returns the --input glob of each layout.
+    """
+    lines = stdlib_lines()
+    (root / "one").mkdir(parents=True)
+    (root / "one" / "corpus.txt").write_bytes(b"".join(lines))
+    (root / "shards").mkdir()
+    (root / "jsonl").mkdir()
+    for shard in range(8):
+        part = lines[shard::8]  # interleaved: every shard gets a mix of files
+        (root / "shards" / f"part-{shard}.txt").write_bytes(b"".join(part))
+        records = "".join(json.dumps({"text": line.decode("utf-8")}) + "\n" for line in part)
+        (root / "jsonl" / f"part-{shard}.jsonl.gz").write_bytes(gzip.compress(records.encode("utf-8")))
+    return {
+        "one": str(root / "one" / "corpus.txt"),
+        "shards": str(root / "shards" / "part-*.txt"),
+        "jsonl": str(root / "jsonl" / "*.jsonl.gz"),
+    }
+
+
+def train(*argv: str) -> int:
+    return cli.main(["train", "--no-progress", *argv])
+
+
+def merges(output) -> list:
+    with open(os.path.join(output, "tokenizer.json"), encoding="utf-8") as f:
+        return json.load(f)["model"]["merges"]
+
+
+def word_counts(output) -> dict[bytes, int]:
+    table = pq.read_table(os.path.join(output, "word_counts.parquet"))
+    assert table.schema.field("word").type == pa.binary()
+    assert table.schema.field("count").type == pa.int64()
+    rows = dict(zip(table.column("word").to_pylist(), table.column("count").to_pylist()))
+    assert len(rows) == table.num_rows, "a word appears twice in the table"
+    return rows
+
+
+def stats(output) -> dict:
+    with open(os.path.join(output, "train_stats.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def plain_count(documents) -> collections.Counter:
+    counter = collections.Counter()
+    pre = PreTokenizer("gpt2")
+    for doc in documents:
+        counter.update(pre.pieces(doc))
+    return counter
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return write_stdlib_corpus(tmp_path_factory.mktemp("corpus"))
+
+
+@pytest.fixture(scope="module")
+def baseline(corpus, tmp_path_factory):
+    """One file, one in-process worker: the run everything else is compared with."""
+    output = str(tmp_path_factory.mktemp("baseline"))
+    assert train("--input", corpus["one"], "--vocab-size", str(VOCAB), "--output", output, *IN_MEMORY) == 0
+    return output
+
+
+def test_word_counts_equal_plain_count_and_merges_equal_library(baseline, capsys):
+    lines = stdlib_lines()
+    expected = plain_count(lines)
+    assert word_counts(baseline) == expected
+    # Training on the table is bpe.train on the plain count.
+    assert merges(baseline) == json.loads(bpe.train(expected, VOCAB).to_json())["model"]["merges"]
+    tok = bpe.Tokenizer.load(baseline)
+    assert tok.vocab_size == VOCAB and len(tok.merges) == VOCAB - 256
+    s = stats(baseline)
+    assert s["documents"] == len(lines)
+    assert s["bytes"] == sum(map(len, lines))
+    assert s["pieces"] == sum(expected.values())
+    assert s["unique_pieces"] == s["word_count_rows"] == len(expected)
+    assert s["dead_letters"] == 0 and s["merges"] == VOCAB - 256 and s["files"] == 1
+    assert set(s["seconds"]) == {"count", "train", "total"}
+
+
+def test_same_merges_for_8_shards_and_2_worker_processes(corpus, baseline, tmp_path):
+    output = str(tmp_path / "out")
+    args = ["--input", corpus["shards"], "--vocab-size", str(VOCAB), "--output", output]
+    assert train(*args, "--direct_running_mode=multi_processing", "--direct_num_workers=2") == 0
+    assert stats(output)["runner"] == "DirectRunner (multi_processing, 2 workers)"
+    assert stats(output)["files"] == 8
+    assert word_counts(output) == word_counts(baseline)
+    assert merges(output) == merges(baseline)
+
+
+def test_same_merges_for_jsonl_gz_shards_and_1_worker_process(corpus, baseline, tmp_path):
+    output = str(tmp_path / "out")
+    args = ["--input", corpus["jsonl"], "--vocab-size", str(VOCAB), "--output", output]
+    assert train(*args, "--direct_running_mode=multi_processing", "--direct_num_workers=1") == 0
+    assert merges(output) == merges(baseline)
+
+
+def test_summary_says_what_and_where(baseline, corpus, tmp_path, capsys):
+    output = str(tmp_path / "out")
+    assert train("--word-counts", os.path.join(baseline, "word_counts.parquet"),
+                 "--vocab-size", "300", "--output", output) == 0
+    out = capsys.readouterr().out
+    assert "learned 44 merges" in out
+    assert os.path.join(output, "tokenizer.json") in out and os.path.join(output, "train_stats.json") in out
+
+
+def test_word_counts_retrains_without_reading_input(baseline, tmp_path):
+    # Fewer merges from the same table: a prefix of the same merges.
+    output = str(tmp_path / "small")
+    table = os.path.join(baseline, "word_counts.parquet")
+    assert train("--word-counts", table, "--vocab-size", "300", "--output", output) == 0
+    assert merges(output) == merges(baseline)[:44]
+    s = stats(output)
+    assert s["documents"] is None and s["runner"] is None and s["word_counts"] == table
+    assert not os.path.exists(os.path.join(output, "word_counts.parquet"))
+
+
+def test_config_file_with_command_line_override(baseline, tmp_path):
+    output = tmp_path / "out"
+    cfg = tmp_path / "train.yaml"
+    cfg.write_text(
+        f"word_counts: {os.path.join(baseline, 'word_counts.parquet')}\n"
+        f"output: {output}\n"
+        "vocab_size: 350\n"
+        "special_token: ['<|endoftext|>']\n"
+        "beam_options:\n  direct_num_workers: 1\n  direct_running_mode: in_memory\n"
+    )
+    assert train("--config", str(cfg), "--vocab-size", "301") == 0
+    tok = bpe.Tokenizer.load(str(output))
+    assert tok.vocab_size == 301 and len(tok.merges) == 44  # CLI won over the file's 350
+    assert tok.special_tokens == {"<|endoftext|>": 300}  # from the file: not overridden
+    assert merges(output) == merges(baseline)[:44]
+
+
+def test_config_beam_options_become_flags():
+    assert config.beam_flags("f.yaml", {
+        "runner": "FlinkRunner", "experiments": ["a", "b"], "save_main_session": True, "skip": False,
+    }) == ["--runner=FlinkRunner", "--experiments=a", "--experiments=b", "--save_main_session"]
+    assert config.beam_flags("f.yaml", ["--runner=SparkRunner"]) == ["--runner=SparkRunner"]
+    with pytest.raises(UserError, match="beam_options"):
+        config.beam_flags("f.yaml", "--runner=SparkRunner")
+
+
+@pytest.mark.parametrize("preset", sorted(glob.glob(str(pathlib.Path(__file__).parent.parent / "configs" / "*.yaml"))))
+def test_shipped_config_presets_parse(preset):
+    from pipeline.train import SETTINGS
+
+    values, flags = config.load_configs([preset], SETTINGS)
+    assert all(flag.startswith("--") for flag in flags)
+
+
+def test_direct_runner_defaults_and_user_flags_win():
+    from apache_beam.options.pipeline_options import DirectOptions
+
+    default = runners.pipeline_options([]).view_as(DirectOptions)
+    assert default.direct_running_mode == "multi_processing" and default.direct_num_workers == 0
+    mine = runners.pipeline_options(["--direct_num_workers=1", "--direct_running_mode=in_memory"])
+    assert mine.view_as(DirectOptions).direct_num_workers == 1
+    assert mine.view_as(DirectOptions).direct_running_mode == "in_memory"
+    portable = runners.pipeline_options(["--runner=PortableRunner"])
+    assert "--direct_running_mode=multi_processing" not in portable.get_all_options(drop_default=True).values()
+    assert not runners.is_direct(portable)
+
+
+def _bad_bytes_corpus(root: pathlib.Path) -> str:
+    (root / "in").mkdir()
+    # Invalid UTF-8 in a text file and (raw, inside a JSON string) in jsonl.
+    (root / "in" / "latin1.txt").write_bytes(b"caf\xe9 au lait \xff\xfe\n" + b"hello world\n" * 3)
+    (root / "in" / "docs.jsonl").write_bytes(
+        b'{"text": "na\xefve \xc3 caf\xc3\xa9"}\n'
+        b'{"text": "hello world"}\n'
+        b'{"text": "unterminated\n'  # malformed: record 3
+        b'{"body": "no text field"}\n'  # missing field: record 4
+    )
+    (root / "in" / "cut.txt.gz").write_bytes(gzip.compress(b"x" * 5000 + b"\n")[:40])  # truncated gzip
+    (root / "in" / "empty.txt").write_bytes(b"")
+    return str(root / "in" / "*")
+
+
+def test_bad_input_is_counted_losslessly_or_dead_lettered(tmp_path, capsys):
+    output = str(tmp_path / "out")
+    assert train("--input", _bad_bytes_corpus(tmp_path), "--vocab-size", "260", "--output", output,
+                 "--min-frequency", "1", *IN_MEMORY) == 0
+    counts = word_counts(output)
+    good_documents = [b"caf\xe9 au lait \xff\xfe\n", *[b"hello world\n"] * 3,
+                      b"na\xefve \xc3 caf\xc3\xa9", b"hello world",
+                      # The truncated gzip still decompresses its one line; the
+                      # missing end-of-stream marker then gives a dead letter.
+                      b"x" * 5000 + b"\n"]
+    expected = plain_count(good_documents)
+    assert expected[b" \xff\xfe"] == 1 and expected[b" \xc3"] == 1 and expected[b"\xef"] == 1
+    assert counts == expected
+    s = stats(output)
+    assert s["dead_letters"] == 3
+    out = capsys.readouterr().out
+    assert "3 input record(s) could not be read" in out and "missing field 'text'" in out
+    letters = []
+    for path in glob.glob(os.path.join(output, "dead_letters", "*.jsonl")):
+        with open(path, encoding="utf-8") as f:
+            letters += [json.loads(line) for line in f]
+    assert sorted((os.path.basename(d["file"]), d["record"]) for d in letters) == [
+        ("cut.txt.gz", -1), ("docs.jsonl", 3), ("docs.jsonl", 4)]
+
+
+def test_strict_fails_on_a_malformed_jsonl_line(tmp_path, capsys):
+    output = str(tmp_path / "out")
+    code = train("--input", _bad_bytes_corpus(tmp_path), "--vocab-size", "260", "--output", output,
+                 "--strict", *IN_MEMORY)
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "malformed JSON" in err and "(--strict)" in err
+    assert not os.path.exists(os.path.join(output, "tokenizer.json"))
+
+
+def test_readme_stdlib_glob_matches_through_beam():
+    # The README's first command trains on "$STDLIB/*.py"; Beam's FileSystems must match it.
+    pattern = os.path.join(sysconfig.get_path("stdlib"), "*.py")
+    assert match_inputs([pattern]) == sorted(glob.glob(pattern))
+    assert len(match_inputs([pattern])) > 50
+
+
+ERROR_CASES = [
+    "glob matches nothing", "vocab too small", "invalid regex", "output is a file", "output under a file",
+    "unknown format", "dask runner", "dask runner class path", "missing vocab size", "missing input",
+    "word counts missing", "word counts not parquet", "config missing", "config not yaml",
+    "config unknown key", "duplicate special",
+]
+
+
+def _error_cases(tmp_path: pathlib.Path, corpus: dict) -> dict:
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    ok = ["--input", corpus["one"], "--vocab-size", "300", "--output", str(tmp_path / "out")]
+    bad_yaml = tmp_path / "bad.yaml"
+    bad_yaml.write_text("vocab_size: [1,\n")
+    unknown_key = tmp_path / "unknown.yaml"
+    unknown_key.write_text("vocab-sise: 300\n")
+    return {
+        "glob matches nothing": (
+            ["--input", str(tmp_path / "nothing" / "*.txt"), *ok[2:]], "no file matches"),
+        "vocab too small": ([*ok[:3], "257", *ok[4:], "--special-token", "<a>", "--special-token", "<b>"],
+                            "--vocab-size 257 is too small: it must be at least 258"),
+        "invalid regex": ([*ok, "--pattern", "(unclosed"], "invalid pre-tokenizer regex"),
+        "output is a file": ([*ok[:5], str(a_file)], "exists and is not a directory"),
+        "output under a file": ([*ok[:5], str(a_file / "sub")], "cannot write to --output"),
+        "unknown format": ([*ok, "--format", "csv"], "unknown --format 'csv'"),
+        "dask runner": ([*ok, "--runner=DaskRunner"], "DaskRunner is not supported"),
+        "dask runner class path": ([*ok, "--runner", "apache_beam.runners.dask.dask_runner.DaskRunner"],
+                                   "is not supported"),
+        "missing vocab size": ([*ok[:2], *ok[4:]], "--vocab-size is required"),
+        "missing input": (ok[2:], "--input is required"),
+        "word counts missing": (["--word-counts", str(tmp_path / "none.parquet"), *ok[2:]], "does not exist"),
+        "word counts not parquet": (["--word-counts", str(a_file), *ok[2:]], "cannot read word-count table"),
+        "config missing": ([*ok, "--config", str(tmp_path / "none.yaml")], "cannot read config file"),
+        "config not yaml": ([*ok, "--config", str(bad_yaml)], "is not valid YAML"),
+        "config unknown key": ([*ok, "--config", str(unknown_key)], "unknown key 'vocab_sise'"),
+        "duplicate special": ([*ok, "--special-token", "<a>", "--special-token", "<a>"], "given twice"),
+    }
+
+
+@pytest.mark.parametrize("case", ERROR_CASES)
+def test_user_errors_exit_2_with_one_line(case, corpus, tmp_path, capsys):
+    cases = _error_cases(tmp_path, corpus)
+    assert sorted(cases) == sorted(ERROR_CASES)
+    argv, message = cases[case]
+    assert train(*argv) == 2
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.splitlines() if line.strip()]
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith("beam-bpe train: error: ") and message in lines[0], lines[0]
+    assert not os.path.exists(tmp_path / "out" / "word_counts.parquet")
