@@ -1,0 +1,152 @@
+"""``beam-bpe decode --stream`` through a real pipe: live output, whole characters, errors."""
+
+import os
+import random
+import select
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import pytest
+
+import bpe
+from bpe.pretokenize import PreTokenizer
+from pipeline import cli
+from tests.real_text import multilingual
+
+BEAM_BPE = [sys.executable, "-m", "pipeline.cli", "decode"]
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    counts = Counter()
+    pre = PreTokenizer("gpt2")
+    for doc in multilingual(1):
+        counts.update(pre.split(doc))
+    tok = bpe.train(counts, vocab_size=500, special_tokens=("<|endoftext|>",))
+    path = tok.save(str(tmp_path_factory.mktemp("tok")))
+    return bpe.Tokenizer.load(path), path
+
+
+def start(tok_path, *flags):
+    return subprocess.Popen(
+        [*BEAM_BPE, "--tokenizer", tok_path, "--stream", *flags],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    )
+
+
+def read_available(fd, timeout):
+    """Whatever the process has written within ``timeout`` seconds."""
+    out = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        out += chunk
+        if out:
+            deadline = min(deadline, time.monotonic() + 0.05)
+    return out
+
+
+def test_stream_decodes_live_in_random_chunks_without_splitting_characters(tokenizer):
+    tok, path = tokenizer
+    rng = random.Random(4)
+    text = "".join(multilingual(1, start=2))[:20000] + " 😀👍🏽 €uro 漢字"
+    ids = tok.encode(text)
+    stream = " ".join(map(str, ids)).encode() + b"\n"
+    proc = start(path)
+    out = b""
+    pos = 0
+    pieces_seen_before_end = 0
+    while pos < len(stream):
+        # Random cut points split IDs ("12" + "34") and multi-byte characters alike.
+        step = rng.randint(1, 4000)
+        proc.stdin.write(stream[pos : pos + step])
+        proc.stdin.flush()
+        pos += step
+        if rng.random() < 0.3:
+            got = read_available(proc.stdout.fileno(), 0.3)
+            if got:
+                pieces_seen_before_end += 1
+                got.decode("utf-8")  # never half a character: strict decoding succeeds
+            out += got
+    proc.stdin.close()
+    out += proc.stdout.read()
+    assert proc.wait(timeout=30) == 0, proc.stderr.read()
+    assert pieces_seen_before_end >= 3  # output appeared before the end of input
+    assert out.decode("utf-8") == text  # nothing added, nothing lost
+
+
+def test_stream_matches_the_stream_decoder_on_random_ids(tokenizer, tmp_path):
+    tok, path = tokenizer
+    rng = random.Random(5)
+    ids = [rng.randrange(tok.vocab_size) for _ in range(3000)]
+    dec = tok.stream_decoder()
+    expected = "".join(dec.step(i) for i in ids) + dec.flush()
+    result = subprocess.run(
+        [*BEAM_BPE, "--tokenizer", path, "--stream"],
+        input="\n".join(map(str, ids)).encode(),
+        capture_output=True,
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.decode("utf-8") == expected
+
+
+@pytest.fixture
+def run_stream(monkeypatch):
+    """Runs ``decode --stream`` in-process with ``data`` on a pipe as stdin."""
+
+    def run(tok_path, data: bytes, *flags):
+        r, w = os.pipe()
+        os.write(w, data)
+        os.close(w)
+        with os.fdopen(r, "rb") as stdin:
+            monkeypatch.setattr(sys, "stdin", stdin)
+            return cli.main(["decode", "--tokenizer", tok_path, "--stream", *flags])
+
+    return run
+
+
+def test_incomplete_tail_becomes_replacement_or_strict_error(tokenizer, capfdbinary, run_stream):
+    tok, path = tokenizer
+    euro = list("€".encode())  # three byte tokens; send only the first two
+    data = f"104 105 {euro[0]} {euro[1]}".encode()
+    assert run_stream(path, data) == 0
+    assert capfdbinary.readouterr().out == "hi\ufffd".encode()
+    assert run_stream(path, data, "--strict") == 2
+    captured = capfdbinary.readouterr()
+    assert captured.out == b"hi"
+    assert b"position 2" in captured.err and b"incomplete UTF-8" in captured.err
+
+
+@pytest.mark.parametrize(
+    "data, before, message",
+    [
+        (b"104 105 abc 106", b"hi", "token 'abc' at position 2 is not a non-negative integer ID"),
+        (b"104 -1", b"h", "token '-1' at position 1 is not"),
+        (b"104 1_0", b"h", "token '1_0' at position 1 is not"),
+        (b"104 105 99999", b"hi", "token ID 99999 at position 2 is out of range: the vocabulary has 500 tokens"),
+    ],
+)
+def test_bad_tokens_are_named_with_their_position(tokenizer, capfdbinary, run_stream, data, before, message):
+    _, path = tokenizer
+    assert run_stream(path, data) == 2
+    captured = capfdbinary.readouterr()
+    assert captured.out == before  # the text before the bad token was written
+    err = captured.err.decode()
+    assert message in err and err.count("\n") == 1
+
+
+def test_empty_input_writes_nothing(tokenizer, capfdbinary, run_stream):
+    _, path = tokenizer
+    assert run_stream(path, b"  \n ") == 0
+    assert capfdbinary.readouterr().out == b""
