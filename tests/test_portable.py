@@ -1,0 +1,27 @@
+"""``beam-bpe train`` under PortableRunner: the same merges as under DirectRunner.
+
+The job goes to Beam's local job service and runs on SDK workers started by an
+EXTERNAL worker pool, each in its own process (tests/beam_services.py): the
+same path a pipeline takes on Flink, Spark or Dataflow.
+"""
+
+import os
+
+from tests.beam_services import portable_runner_flags  # noqa: F401  (fixture)
+from tests.test_train_cli import IN_MEMORY, merges, stats, train, word_counts, write_stdlib_corpus
+
+VOCAB = 400
+
+
+def test_portable_runner_gives_the_same_table_and_merges(portable_runner_flags, tmp_path):  # noqa: F811
+    corpus = write_stdlib_corpus(tmp_path / "corpus")
+    direct, portable = str(tmp_path / "direct"), str(tmp_path / "portable")
+    assert train("--input", corpus["one"], "--vocab-size", str(VOCAB), "--output", direct, *IN_MEMORY) == 0
+    # Sharded jsonl.gz on the portable side: different files, same documents.
+    assert train("--input", corpus["jsonl"], "--vocab-size", str(VOCAB), "--output", portable,
+                 *portable_runner_flags) == 0
+    assert word_counts(portable) == word_counts(direct)
+    assert merges(portable) == merges(direct)
+    s = stats(portable)
+    assert s["runner"] == "PortableRunner" and s["dead_letters"] == 0
+    assert os.listdir(os.path.join(portable, "dead_letters"))  # the (empty) shards are there
