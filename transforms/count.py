@@ -205,7 +205,7 @@ class CountPreTokens(beam.PTransform):
     """
 
     pattern: str = "gpt2"
-    batch_bytes: int = 1 << 20
+    batch_bytes: int = 4 << 20
     max_batch_pieces: int = 500_000
     min_word_count: int = 1
     num_partitions: int = 64
