@@ -97,6 +97,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     started = time.monotonic()
+    _check_misspelled_flags(beam_args)
     config_flags = resolve(args, SETTINGS, args.config)
     output = _check_settings(args)
     options = pipeline_options([*config_flags, *beam_args])
@@ -174,6 +175,20 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if stats["dead_letters"]:
         _report_dead_letters(_read_dead_letters(output), output, file=sys.stdout)
     return 0
+
+
+def _check_misspelled_flags(beam_args: list[str]) -> None:
+    """Refuses our own flags spelled with underscores (--vocab_size).
+
+    Unknown flags go to Beam, which only logs a warning for flags it does not
+    know either; --min_frequency would otherwise be silently ignored.
+    """
+    ours = {key.replace("_", "-") for key in SETTINGS} | {"config"}
+    for arg in beam_args:
+        if arg.startswith("--"):
+            name = arg[2:].split("=", 1)[0].replace("_", "-")
+            if name in ours:
+                raise UserError(f"unknown flag {arg.split('=', 1)[0]}: did you mean --{name}?")
 
 
 def _check_settings(args: argparse.Namespace) -> str:

@@ -266,7 +266,7 @@ ERROR_CASES = [
     "glob matches nothing", "vocab too small", "invalid regex", "output is a file", "output under a file",
     "unknown format", "dask runner", "dask runner class path", "missing vocab size", "missing input",
     "word counts missing", "word counts not parquet", "config missing", "config not yaml",
-    "config unknown key", "duplicate special",
+    "config unknown key", "duplicate special", "underscored flag",
 ]
 
 
@@ -298,6 +298,7 @@ def _error_cases(tmp_path: pathlib.Path, corpus: dict) -> dict:
         "config not yaml": ([*ok, "--config", str(bad_yaml)], "is not valid YAML"),
         "config unknown key": ([*ok, "--config", str(unknown_key)], "unknown key 'vocab_sise'"),
         "duplicate special": ([*ok, "--special-token", "<a>", "--special-token", "<a>"], "given twice"),
+        "underscored flag": ([*ok, "--min_frequency=5"], "unknown flag --min_frequency: did you mean --min-frequency?"),
     }
 
 
