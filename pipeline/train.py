@@ -227,9 +227,17 @@ def _check_settings(args: argparse.Namespace) -> str:
         raise UserError(f"--min-word-count must be at least 1, not {args.min_word_count}")
     if args.word_counts:
         _read_word_counts(args.word_counts)  # a bad table fails now, not after a job
-    output = args.output
+    # Workers of a portable runner do not share our current directory: local
+    # paths go to the job as absolute paths.
+    args.input = [_absolute(pattern) for pattern in args.input]
+    return _absolute(args.output)
+
+
+def _absolute(path: str) -> str:
     # Beam's FileSystems knows local files as plain paths only.
-    return output[len("file://"):] if output.startswith("file://") else output
+    if path.startswith("file://"):
+        path = path[len("file://"):]
+    return os.path.abspath(path) if _is_local(path) else path
 
 
 def _match(patterns: list[str]) -> list[str]:

@@ -134,10 +134,12 @@ def test_same_merges_for_jsonl_gz_shards_and_1_worker_process(corpus, baseline, 
     assert merges(output) == merges(baseline)
 
 
-def test_summary_says_what_and_where(baseline, corpus, tmp_path, capsys):
+def test_summary_says_what_and_where(baseline, corpus, tmp_path, capsys, monkeypatch):
+    # A relative --output is made absolute (portable runners' workers have another cwd).
+    monkeypatch.chdir(tmp_path)
     output = str(tmp_path / "out")
     assert train("--word-counts", os.path.join(baseline, "word_counts.parquet"),
-                 "--vocab-size", "300", "--output", output) == 0
+                 "--vocab-size", "300", "--output", "out") == 0
     out = capsys.readouterr().out
     assert "learned 44 merges" in out
     assert os.path.join(output, "tokenizer.json") in out and os.path.join(output, "train_stats.json") in out
