@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Sequence
 
@@ -47,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     options = pipeline_options(beam_args)
+    # Workers of portable runners may run in another directory: give them absolute local paths.
+    args.tokenizer, args.output = _absolute(args.tokenizer), _absolute(args.output)
+    args.input = [_absolute(pattern) for pattern in args.input]
     tokenizer_sha256, vocab_size, eos_id = _check_arguments(args)
 
     with beam.Pipeline(options=options) as p:
@@ -89,6 +93,10 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
             f"{FileSystems.join(args.output, 'dead_letters')}); failing because of --strict"
         )
     return 0
+
+
+def _absolute(path: str) -> str:
+    return path if "://" in path else os.path.abspath(path)
 
 
 def _check_arguments(args: argparse.Namespace) -> tuple[str, int, int | None]:
