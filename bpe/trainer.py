@@ -100,6 +100,11 @@ def train_merges(
         raise ValueError(f"num_merges={num_merges} is too large: token IDs are limited to {MAX_TOKEN_ID}")
     words, counts = _load_table(word_counts)
 
+    # A pair below min_frequency can never be merged: pairs only lose
+    # occurrences once their younger token exists. Such pairs are forgotten
+    # (no count, no index; their heap entries are skipped when they surface),
+    # which saves much of the memory. pair_counts holds exactly the live pairs.
+    min_frequency = max(1, min_frequency)
     pair_counts: dict[str, int] = {}
     where: dict[str, list[int]] = {}
     for i, word in enumerate(words):
@@ -114,6 +119,8 @@ def train_merges(
                 where[pair] = [i]
             elif indices[-1] != i:
                 indices.append(i)
+    for pair in [pair for pair, count in pair_counts.items() if count < min_frequency]:
+        del pair_counts[pair], where[pair]
 
     token_bytes = [bytes([b]) for b in range(256)]  # ID -> the bytes it spells
     inverted = [_inverted(t) for t in token_bytes]  # ID -> its reversed-order key
@@ -131,37 +138,37 @@ def train_merges(
     merges: list[Pair] = []
     while len(merges) < num_merges and heap:
         neg_count, key, pair = heappop(heap)
-        count = pair_counts.get(pair, 0)
+        count = pair_counts.get(pair)
         if count != -neg_count:
-            # Out of date: the count only went down since the push. Re-queue it
-            # with its current count, or forget the pair once it is gone (a
-            # pair that vanished can never reappear: new neighbours always
-            # involve the newest token).
-            if count > 0:
+            # Out of date: the pair was forgotten, or its count went down since
+            # the push and it goes back with its current count.
+            if count is not None:
                 heappush(heap, (-count, key, pair))
-            else:
-                pair_counts.pop(pair, None)
-                where.pop(pair, None)
             continue
         left, right = ord(pair[0]), ord(pair[1])
         new_bytes = token_bytes[left] + token_bytes[right]
         if new_bytes in existing:
-            continue  # the duplicate-bytes rule: never chosen (its entry is dropped)
-        if count < min_frequency:
-            break
+            # The duplicate-bytes rule: never chosen, so forget the pair.
+            del pair_counts[pair], where[pair]
+            continue
 
         new_id = 256 + len(merges)
         merges.append((left, right))
         token_bytes.append(new_bytes)
         inverted.append(_inverted(new_bytes))
         existing.add(new_bytes)
-        created = _apply_merge(pair, chr(new_id), words, counts, pair_counts, where)
+        created = _apply_merge(pair, chr(new_id), words, counts, pair_counts, where, min_frequency)
         for new_pair in created:
-            a, b = new_pair
-            heappush(
-                heap,
-                (-pair_counts[new_pair], inverted[ord(a)] + inverted[ord(b)], new_pair),
-            )
+            count = pair_counts[new_pair]
+            if count >= min_frequency:
+                a, b = new_pair
+                heappush(heap, (-count, inverted[ord(a)] + inverted[ord(b)], new_pair))
+            else:
+                del pair_counts[new_pair], where[new_pair]
+        if len(heap) > 2 * len(pair_counts) + 1000:
+            # Mostly entries of forgotten pairs: rebuild from the live ones.
+            heap = [(-pair_counts[pair], key, pair) for _, key, pair in heap if pair in pair_counts]
+            heapq.heapify(heap)
         if bar is not None:
             bar.update(1)
     if bar is not None:
@@ -176,11 +183,13 @@ def _apply_merge(
     counts: list[int],
     pair_counts: dict[str, int],
     where: dict[str, list[int]],
+    min_frequency: int,
 ) -> list[str]:
     """Merges ``pair`` into the token ``new`` in every word that holds it.
 
     Updates ``pair_counts`` and ``where`` around each merge site and returns the
-    pairs that did not exist before (they all contain ``new``).
+    pairs that did not exist before (they all contain ``new``). A pair whose
+    count falls below ``min_frequency`` is forgotten.
 
     After ``replace``, each ``new`` at position k in the new word stands where
     ``a b`` stood. Its left neighbour L lost the pair (L, a) and gained (L, new);
@@ -203,7 +212,14 @@ def _apply_merge(
         while k >= 0:
             if k:
                 neighbour = merged[k - 1]
-                pair_counts[(b if neighbour == new else neighbour) + a] -= count
+                lost = (b if neighbour == new else neighbour) + a
+                total = get(lost)
+                if total is not None:  # else already forgotten
+                    if total - count >= min_frequency:
+                        pair_counts[lost] = total - count
+                    else:
+                        del pair_counts[lost]
+                        where.pop(lost, None)
                 gained = neighbour + new
                 total = get(gained)
                 if total is None:
@@ -218,7 +234,14 @@ def _apply_merge(
             if k < last:
                 neighbour = merged[k + 1]
                 if neighbour != new:
-                    pair_counts[b + neighbour] -= count
+                    lost = b + neighbour
+                    total = get(lost)
+                    if total is not None:
+                        if total - count >= min_frequency:
+                            pair_counts[lost] = total - count
+                        else:
+                            del pair_counts[lost]
+                            where.pop(lost, None)
                     gained = new + neighbour
                     total = get(gained)
                     if total is None:
@@ -231,7 +254,7 @@ def _apply_merge(
                         if indices[-1] != i:
                             indices.append(i)
             k = merged.find(new, k + 1)
-    del pair_counts[pair]
+    pair_counts.pop(pair, None)  # gone already if a == b and its count fell
     return created
 
 

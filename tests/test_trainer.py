@@ -158,3 +158,19 @@ def test_train_builds_tokenizer_with_merges_and_specials():
     tok = train(table, 256 + 5 + 1, special_tokens=("<|endoftext|>",), progress=False)
     assert list(tok.merges) == train_merges(table, 5)
     assert tok.vocab_size == 256 + 5 + 1
+
+
+def test_matches_reference_on_real_text():
+    # Real source code plus multilingual text (multi-byte UTF-8), pre-tokenized
+    # as in the pipeline; 200 merges reach pairs of long tokens and many ties.
+    import inspect
+    import textwrap
+    from collections import Counter
+
+    from bpe.pretokenize import PreTokenizer
+
+    text = inspect.getsource(textwrap) + "Ünïcödé текст на русском языке, 日本語のテキスト、中文文本。 " * 20
+    table = Counter(PreTokenizer("gpt2").pieces(text))
+    merges = train_merges(table, 200, progress=False)
+    assert len(merges) == 200
+    assert merges == reference.train_bytes(table, 200)
