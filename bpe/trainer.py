@@ -13,6 +13,10 @@ the best); this module computes exactly the same merges without recounting:
   only the pairs next to each merge site change.
 * A heap with lazy invalidation picks the best pair: an entry whose count is out
   of date is re-pushed with the current count when it surfaces.
+* A pair whose count falls below ``min_frequency`` can never be merged (a pair
+  only gains occurrences while its younger token is being created), so it is
+  forgotten at once: no count, no index, and its heap entry is dropped when it
+  surfaces. This keeps memory to the pairs that still matter.
 
 Tie-break (contract): highest count, then the greatest (left_bytes, right_bytes).
 The heap is a min-heap, so its key is ``(-count, inverted bytes)``, where the
@@ -208,8 +212,11 @@ def _apply_merge(
         words[i] = merged
         count = counts[i]
         last = len(merged) - 1
-        k = merged.find(new)
-        while k >= 0:
+        sites = len(word) - len(merged)  # each site shortened the word by one
+        k = -1
+        while sites:
+            k = merged.find(new, k + 1)
+            sites -= 1
             if k:
                 neighbour = merged[k - 1]
                 lost = (b if neighbour == new else neighbour) + a
@@ -253,7 +260,6 @@ def _apply_merge(
                         indices = where[gained]
                         if indices[-1] != i:
                             indices.append(i)
-            k = merged.find(new, k + 1)
     pair_counts.pop(pair, None)  # gone already if a == b and its count fell
     return created
 
