@@ -85,7 +85,14 @@ class StreamDecoder:
         if token_id in self._skip:
             return ""
         text = self._utf8.decode(data)
-        self._holding = bool(self._utf8.getstate()[0])
+        held = self._utf8.getstate()[0]
+        if held[:1] == b"\xed" and held[1:2] >= b"\xa0":
+            # ED A0..BF starts an encoded surrogate, invalid from its second byte,
+            # but CPython waits for a third byte to say so; say it now. Flushing
+            # gives one U+FFFD per byte, as the one-shot decoder does.
+            text += self._utf8.decode(b"", final=True)
+            held = b""
+        self._holding = bool(held)
         return text
 
     def feed(self, ids: Iterable[int]) -> str:

@@ -262,17 +262,10 @@ def incomplete_tail(data: bytes) -> int:
     return 0
 
 
-def encoded_surrogate_lead(data: bytes) -> bool:
-    """Whether ``data`` ends in ED A0..BF: the start of a UTF-8-encoded surrogate."""
-    return len(data) >= 2 and data[-2] == 0xED and 0xA0 <= data[-1] <= 0xBF
-
-
 def held_back(data: bytes) -> int:
-    """What the stream decoder holds back today: ``incomplete_tail``, except that it
-    also waits on an encoded surrogate's first two bytes, which are already known to
-    be invalid (the known bug in test_stream_decides_encoded_surrogate_lead_at_once).
-    Remove the exception when that test passes."""
-    return 2 if encoded_surrogate_lead(data) else incomplete_tail(data)
+    """What the stream decoder may hold back: only an incomplete tail that could
+    still become a character (see test_stream_decides_encoded_surrogate_lead_at_once)."""
+    return incomplete_tail(data)
 
 
 @st.composite
@@ -443,18 +436,12 @@ def test_arbitrary_merge_lists_fast_encoder_and_tiktoken_rule(alphabet, rng, dat
     assert enc._encode_single_piece(piece) == encode_by_rank_of_bytes(piece, ranks)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug in bpe/decoder.py: CPython's incremental UTF-8 decoder waits for the third "
-    "byte of ED A0..BF (an encoded surrogate, invalid from its second byte on), so "
-    "U+FFFD comes one step late; the contract says 'as soon as bytes are known to be invalid'",
-)
 def test_stream_decides_encoded_surrogate_lead_at_once():
     """Found by the fuzzer (case gpt2, IDs [237, 160]). Byte tokens ED, A0: per the
     Unicode table of well-formed sequences, ED may only be followed by 80..9F, so
     after A0 both bytes are decided: the stream should emit two U+FFFD right away.
-    It emits "" and only catches up at the next step or at flush (the final text is
-    right; only the timing is wrong). 0xE0 0x80 (overlong) is decided at once.
+    CPython's incremental decoder waits for a third byte there; the stream decoder
+    now decides at once. 0xE0 0x80 (overlong) was always decided at once.
     After prefill(prompt ending in ED A0), the prompt's two U+FFFD come out as the
     start of the generated text."""
     tok = bpe.Tokenizer([])
@@ -462,7 +449,7 @@ def test_stream_decides_encoded_surrogate_lead_at_once():
     assert dec.step(0xE0) == ""
     assert dec.step(0x80) == "\ufffd\ufffd"  # decided at once: passes today
     assert dec.step(0xED) == ""
-    assert dec.step(0xA0) == "\ufffd\ufffd"  # fails today: returns ""
+    assert dec.step(0xA0) == "\ufffd\ufffd"
     dec = tok.stream_decoder()
     dec.prefill([0xED, 0xA0])
-    assert dec.step(ord("x")) == "x"  # fails today: returns "\ufffd\ufffdx"
+    assert dec.step(ord("x")) == "x"
