@@ -22,6 +22,7 @@ import argparse
 import collections
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -44,6 +45,19 @@ from transforms.read import ReadDocuments
 SHARDS = 8
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and its finished children (Beam's worker processes).
+
+    On a shared machine wall time mostly measures the neighbours; CPU time is
+    what the work itself costs.
+    """
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    return total
+
+
 def write_shards(docs: list[str], directory: Path) -> str:
     """Writes the documents as SHARDS jsonl files ({"text": ...}); returns their glob."""
     if not (directory / "done").exists():
@@ -56,21 +70,22 @@ def write_shards(docs: list[str], directory: Path) -> str:
     return str(directory / "part-*.jsonl")
 
 
-def bare_count(docs: list[str], pattern: str) -> tuple[float, int]:
+def bare_count(docs: list[str], pattern: str) -> tuple[float, float, int]:
+    """Returns (wall seconds, CPU seconds, unique pieces)."""
     findall = regex.compile(resolve_pattern(pattern)).findall
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), cpu_seconds()
     counts: collections.Counter = collections.Counter()
     for doc in docs:
         counts.update(findall(doc))
-    return time.perf_counter() - started, len(counts)
+    return time.perf_counter() - started, cpu_seconds() - cpu, len(counts)
 
 
-def pipeline_count(shards: str, pattern: str, workers: int, output: str) -> tuple[float, int]:
-    """Runs the counting job; returns (seconds, rows in the written table)."""
+def pipeline_count(shards: str, pattern: str, workers: int, output: str) -> tuple[float, float, int]:
+    """Runs the counting job; returns (wall seconds, CPU seconds of all processes, table rows)."""
     options = pipeline_options(
         [f"--direct_num_workers={workers}", "--direct_running_mode=multi_processing"]
     )
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), cpu_seconds()
     with beam.Pipeline(options=options) as p:
         read = p | "ReadDocuments" >> ReadDocuments([shards], format="jsonl")
         (
@@ -86,7 +101,7 @@ def pipeline_count(shards: str, pattern: str, workers: int, output: str) -> tupl
             )
         )
     seconds = time.perf_counter() - started
-    return seconds, pq.read_metadata(os.path.join(output, "word_counts.parquet")).num_rows
+    return seconds, cpu_seconds() - cpu, pq.read_metadata(os.path.join(output, "word_counts.parquet")).num_rows
 
 
 def train_end_to_end(shards: str, vocab_size: int, output: str, workers: int) -> float:
@@ -116,26 +131,27 @@ def main(argv: list[str] | None = None) -> None:
     mb = size / 1e6
     print(f"corpus: {mb:.1f} MB, {len(docs)} documents in {SHARDS} jsonl shards, pattern {args.pattern}, "
           f"{os.cpu_count()} cores")
-    print(f"{'stage':<52} {'seconds':>8} {'MB/s':>7}")
+    print(f"{'stage':<52} {'wall s':>8} {'MB/s':>7} {'CPU s':>7}")
 
-    def row(name: str, seconds: float, extra: str = "") -> None:
-        print(f"{name:<52} {seconds:>8.2f} {mb / seconds:>7.2f}  {extra}", flush=True)
+    def row(name: str, seconds: float, cpu: float | None = None, extra: str = "") -> None:
+        cpu_text = f"{cpu:>7.2f}" if cpu is not None else f"{'':>7}"
+        print(f"{name:<52} {seconds:>8.2f} {mb / seconds:>7.2f} {cpu_text}  {extra}", flush=True)
 
     results = {"mb": mb}
     if not args.no_count:
-        bare_s, bare_unique = bare_count(docs, args.pattern)
+        bare_s, bare_cpu, bare_unique = bare_count(docs, args.pattern)
         results["bare_s"] = bare_s
-        row("(a) bare regex.findall + Counter, 1 process", bare_s, f"{bare_unique} unique")
+        row("(a) bare regex.findall + Counter, 1 process", bare_s, bare_cpu, f"{bare_unique} unique")
         for workers in (1, 2):
             out = tempfile.mkdtemp(prefix="bench-count-")
             try:
-                seconds, rows = pipeline_count(shards, args.pattern, workers, out)
+                seconds, cpu, rows = pipeline_count(shards, args.pattern, workers, out)
             finally:
                 shutil.rmtree(out, ignore_errors=True)
             assert rows == bare_unique, f"pipeline table has {rows} rows, plain count {bare_unique}"
             results[f"count_{workers}_s"] = seconds
-            row(f"(b) counting job, DirectRunner, {workers} worker(s)", seconds,
-                f"{bare_s / seconds:.2f}x bare")
+            row(f"(b) counting job, DirectRunner, {workers} worker(s)", seconds, cpu,
+                f"{bare_s / seconds:.2f}x bare wall, {bare_cpu / cpu:.2f}x bare CPU")
         print(f"2 workers / 1 worker speed-up: {results['count_1_s'] / results['count_2_s']:.2f}x")
     if not args.no_e2e:
         out = tempfile.mkdtemp(prefix="bench-train-")
@@ -145,12 +161,12 @@ def main(argv: list[str] | None = None) -> None:
                 stats = json.load(f)
         finally:
             shutil.rmtree(out, ignore_errors=True)
-        row(f"(c) beam-bpe train, vocab {args.vocab_size}, 2 workers", beam_s,
+        row(f"(c) beam-bpe train, vocab {args.vocab_size}, 2 workers", beam_s, None,
             f"count {stats['seconds']['count']:.1f} s + merges {stats['seconds']['train']:.1f} s")
         started = time.perf_counter()
         hf_train(docs, args.vocab_size, args.pattern)
         hf_s = time.perf_counter() - started
-        row(f"(c) HF tokenizers train_from_iterator, vocab {args.vocab_size}", hf_s)
+        row(f"(c) HF tokenizers train_from_iterator, vocab {args.vocab_size}", hf_s, None, "all cores")
         print(f"beam-bpe train / HF time: {beam_s / hf_s:.2f}")
 
 
