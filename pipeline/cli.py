@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 
 from pipeline.errors import UserError
@@ -20,13 +21,22 @@ COMMANDS = {
 }
 
 
+def quiet_beam_import_noise() -> None:
+    """Beam warns at import time that optional Google Cloud clients are missing,
+    which is noise for anyone not reading BigQuery; everything else still shows."""
+    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(lambda record: "apitools not found" not in record.getMessage())
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="beam-bpe", description=__doc__.splitlines()[0])
+    quiet_beam_import_noise()
+    parser = argparse.ArgumentParser(prog="beam-bpe", description=__doc__.splitlines()[0], allow_abbrev=False)
     subparsers = parser.add_subparsers(dest="command", required=True)
     modules = {}
     for name, (module_name, help_text) in COMMANDS.items():
         module = importlib.import_module(module_name)
-        sub = subparsers.add_parser(name, help=help_text, description=help_text)
+        sub = subparsers.add_parser(name, help=help_text, description=help_text, allow_abbrev=False)
         module.add_arguments(sub)
         modules[name] = module
     args, beam_args = parser.parse_known_args(argv)
