@@ -8,9 +8,9 @@ the best); this module computes exactly the same merges without recounting:
   and does not overlap: exactly BPE's rule. A str also stores one or two bytes per
   symbol, far less than a list of ints.
 * A pair is the 2-character string of its two IDs; it doubles as the dict key.
-* ``pair_counts`` holds every pair's total count and ``where`` the words it
-  occurs in. After a merge only the words that held the pair are touched, and
-  only the pairs next to each merge site change.
+* ``pairs`` maps each pair to its total count and the words it occurs in. After
+  a merge only the words that held the pair are touched, and only the pairs
+  next to each merge site change.
 * A heap with lazy invalidation picks the best pair: an entry whose count is out
   of date is re-pushed with the current count when it surfaces.
 * A pair whose count falls below ``min_frequency`` can never be merged (a pair
@@ -104,32 +104,36 @@ def train_merges(
         raise ValueError(f"num_merges={num_merges} is too large: token IDs are limited to {MAX_TOKEN_ID}")
     words, counts = _load_table(word_counts)
 
-    # A pair below min_frequency can never be merged: pairs only lose
-    # occurrences once their younger token exists. Such pairs are forgotten
-    # (no count, no index; their heap entries are skipped when they surface),
-    # which saves much of the memory. pair_counts holds exactly the live pairs.
-    min_frequency = max(1, min_frequency)
-    pair_counts: dict[str, int] = {}
-    where: dict[str, list[int]] = {}
+    # pairs: pair -> [count, index of a word holding it, index, ...]. One list per
+    # pair keeps the count and the index together: one dict lookup updates both.
+    # Each word is listed once per pair: an index is only ever appended while
+    # that word is being processed, so a repeat is always the last element.
+    pairs: dict[str, list[int]] = {}
+    get = pairs.get
     for i, word in enumerate(words):
         count = counts[i]
         for j in range(len(word) - 1):
             pair = word[j : j + 2]
-            pair_counts[pair] = pair_counts.get(pair, 0) + count
-            # Each word is listed once per pair: an index is only ever appended
-            # while that word is being processed, so a repeat is always last.
-            indices = where.get(pair)
-            if indices is None:
-                where[pair] = [i]
-            elif indices[-1] != i:
-                indices.append(i)
-    for pair in [pair for pair, count in pair_counts.items() if count < min_frequency]:
-        del pair_counts[pair], where[pair]
+            entry = get(pair)
+            if entry is None:
+                pairs[pair] = [count, i]
+            else:
+                entry[0] += count
+                if entry[-1] != i:
+                    entry.append(i)
+
+    # A pair below min_frequency can never be merged: a pair only gains
+    # occurrences while its younger token is being created. Such pairs are
+    # forgotten (their heap entries are dropped when they surface), which saves
+    # much of the memory. ``pairs`` holds exactly the live pairs.
+    min_frequency = max(1, min_frequency)
+    for pair in [pair for pair, entry in pairs.items() if entry[0] < min_frequency]:
+        del pairs[pair]
 
     token_bytes = [bytes([b]) for b in range(256)]  # ID -> the bytes it spells
     inverted = [_inverted(t) for t in token_bytes]  # ID -> its reversed-order key
     existing = set(token_bytes)
-    heap = [(-count, inverted[ord(pair[0])] + inverted[ord(pair[1])], pair) for pair, count in pair_counts.items()]
+    heap = [(-entry[0], inverted[ord(pair[0])] + inverted[ord(pair[1])], pair) for pair, entry in pairs.items()]
     heapq.heapify(heap)
     heappush, heappop = heapq.heappush, heapq.heappop
 
@@ -142,18 +146,19 @@ def train_merges(
     merges: list[Pair] = []
     while len(merges) < num_merges and heap:
         neg_count, key, pair = heappop(heap)
-        count = pair_counts.get(pair)
-        if count != -neg_count:
-            # Out of date: the pair was forgotten, or its count went down since
-            # the push and it goes back with its current count.
-            if count is not None:
-                heappush(heap, (-count, key, pair))
+        entry = get(pair)
+        if entry is None:
+            continue  # forgotten
+        if entry[0] != -neg_count:
+            # Out of date: the count went down since the push; back it goes
+            # with its current count.
+            heappush(heap, (-entry[0], key, pair))
             continue
         left, right = ord(pair[0]), ord(pair[1])
         new_bytes = token_bytes[left] + token_bytes[right]
         if new_bytes in existing:
             # The duplicate-bytes rule: never chosen, so forget the pair.
-            del pair_counts[pair], where[pair]
+            del pairs[pair]
             continue
 
         new_id = 256 + len(merges)
@@ -161,17 +166,16 @@ def train_merges(
         token_bytes.append(new_bytes)
         inverted.append(_inverted(new_bytes))
         existing.add(new_bytes)
-        created = _apply_merge(pair, chr(new_id), words, counts, pair_counts, where, min_frequency)
-        for new_pair in created:
-            count = pair_counts[new_pair]
+        for new_pair in _apply_merge(pair, chr(new_id), words, counts, pairs, min_frequency):
+            count = pairs[new_pair][0]
             if count >= min_frequency:
                 a, b = new_pair
                 heappush(heap, (-count, inverted[ord(a)] + inverted[ord(b)], new_pair))
             else:
-                del pair_counts[new_pair], where[new_pair]
-        if len(heap) > 2 * len(pair_counts) + 1000:
+                del pairs[new_pair]
+        if len(heap) > 2 * len(pairs) + 1000:
             # Mostly entries of forgotten pairs: rebuild from the live ones.
-            heap = [(-pair_counts[pair], key, pair) for _, key, pair in heap if pair in pair_counts]
+            heap = [(-pairs[pair][0], key, pair) for _, key, pair in heap if pair in pairs]
             heapq.heapify(heap)
         if bar is not None:
             bar.update(1)
@@ -185,15 +189,14 @@ def _apply_merge(
     new: str,
     words: list[str],
     counts: list[int],
-    pair_counts: dict[str, int],
-    where: dict[str, list[int]],
+    pairs: dict[str, list[int]],
     min_frequency: int,
 ) -> list[str]:
     """Merges ``pair`` into the token ``new`` in every word that holds it.
 
-    Updates ``pair_counts`` and ``where`` around each merge site and returns the
-    pairs that did not exist before (they all contain ``new``). A pair whose
-    count falls below ``min_frequency`` is forgotten.
+    Updates ``pairs`` (counts and word indices) around each merge site and
+    returns the pairs that did not exist before (they all contain ``new``). A
+    pair whose count falls below ``min_frequency`` is forgotten.
 
     After ``replace``, each ``new`` at position k in the new word stands where
     ``a b`` stood. Its left neighbour L lost the pair (L, a) and gained (L, new);
@@ -203,64 +206,56 @@ def _apply_merge(
     """
     a, b = pair[0], pair[1]
     created: list[str] = []
-    get = pair_counts.get
-    for i in where.pop(pair):
+    get = pairs.get
+    indices = iter(pairs.pop(pair))
+    next(indices)  # the count
+    for i in indices:
         word = words[i]
         merged = word.replace(pair, new)
-        if len(merged) == len(word):
+        length = len(merged)
+        sites = len(word) - length  # each site shortened the word by one
+        if not sites:
             continue  # the pair left this word through an earlier merge
         words[i] = merged
         count = counts[i]
-        last = len(merged) - 1
-        sites = len(word) - len(merged)  # each site shortened the word by one
+        last = length - 1
         k = -1
         while sites:
             k = merged.find(new, k + 1)
             sites -= 1
             if k:
                 neighbour = merged[k - 1]
-                lost = (b if neighbour == new else neighbour) + a
-                total = get(lost)
-                if total is not None:  # else already forgotten
-                    if total - count >= min_frequency:
-                        pair_counts[lost] = total - count
-                    else:
-                        del pair_counts[lost]
-                        where.pop(lost, None)
+                entry = get((b if neighbour == new else neighbour) + a)
+                if entry is not None:  # else already forgotten
+                    entry[0] -= count
+                    if entry[0] < min_frequency:
+                        del pairs[(b if neighbour == new else neighbour) + a]
                 gained = neighbour + new
-                total = get(gained)
-                if total is None:
-                    pair_counts[gained] = count
-                    where[gained] = [i]
+                entry = get(gained)
+                if entry is None:
+                    pairs[gained] = [count, i]
                     created.append(gained)
                 else:
-                    pair_counts[gained] = total + count
-                    indices = where[gained]
-                    if indices[-1] != i:
-                        indices.append(i)
+                    entry[0] += count
+                    if entry[-1] != i:
+                        entry.append(i)
             if k < last:
                 neighbour = merged[k + 1]
                 if neighbour != new:
-                    lost = b + neighbour
-                    total = get(lost)
-                    if total is not None:
-                        if total - count >= min_frequency:
-                            pair_counts[lost] = total - count
-                        else:
-                            del pair_counts[lost]
-                            where.pop(lost, None)
+                    entry = get(b + neighbour)
+                    if entry is not None:
+                        entry[0] -= count
+                        if entry[0] < min_frequency:
+                            del pairs[b + neighbour]
                     gained = new + neighbour
-                    total = get(gained)
-                    if total is None:
-                        pair_counts[gained] = count
-                        where[gained] = [i]
+                    entry = get(gained)
+                    if entry is None:
+                        pairs[gained] = [count, i]
                         created.append(gained)
                     else:
-                        pair_counts[gained] = total + count
-                        indices = where[gained]
-                        if indices[-1] != i:
-                            indices.append(i)
-    pair_counts.pop(pair, None)  # gone already if a == b and its count fell
+                        entry[0] += count
+                        if entry[-1] != i:
+                            entry.append(i)
     return created
 
 
