@@ -23,6 +23,7 @@ import os
 import sys
 from typing import BinaryIO
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
@@ -81,7 +82,11 @@ def decode_shards(tokenizer: Tokenizer, patterns: list[str], out: BinaryIO, only
         raise UserError(str(e)) from None
     written = 0
     for path in sorted(paths):
-        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        try:
+            f = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+        except Exception as e:  # FileSystems wraps OS and cloud errors in several types
+            raise UserError(f"cannot read {path}: {type(e).__name__}") from None
+        with f:
             try:
                 parquet = pq.ParquetFile(f)
             except Exception as e:
@@ -93,17 +98,36 @@ def decode_shards(tokenizer: Tokenizer, patterns: list[str], out: BinaryIO, only
                     f"{path} was written by tokenizer {sha or '(unknown)'}, not by "
                     f"{tokenizer.sha256} given with --tokenizer"
                 )
+            _check_shard_schema(path, parquet.schema_arrow)
             eos_id = int(metadata[EOS_KEY]) if EOS_KEY in metadata else None
+            row = 0
             for batch in parquet.iter_batches(columns=["id", "tokens"]):
                 if only_id is not None:
                     batch = batch.filter(pc.equal(batch.column(0), only_id))
-                for tokens in batch.column(1).to_pylist():
-                    out.write(tokenizer.decode_bytes(strip_eos(tokens, eos_id)))
+                for doc_id, tokens in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+                    row += 1
+                    try:
+                        out.write(tokenizer.decode_bytes(strip_eos(tokens, eos_id)))
+                    except ValueError as e:  # an ID outside the vocabulary: a damaged or foreign shard
+                        where = f"document {doc_id!r}" if only_id is not None else f"row {row} (id {doc_id!r})"
+                        raise UserError(f"{path}, {where}: {e}") from None
                     written += 1
             out.flush()
     if only_id is not None and not written:
         raise UserError(f"no document with id {only_id!r} in {', '.join(patterns)}")
     return written
+
+
+def _check_shard_schema(path: str, schema: pa.Schema) -> None:
+    """A token shard has an ``id`` string column and a ``tokens`` list of unsigned integers."""
+    names = schema.names
+    if "id" not in names or "tokens" not in names:
+        raise UserError(f"{path} is not a token shard: it needs columns id and tokens (it has {', '.join(names)})")
+    tokens = schema.field("tokens").type
+    if not (pa.types.is_list(tokens) or pa.types.is_large_list(tokens)) or not pa.types.is_unsigned_integer(
+        tokens.value_type
+    ):
+        raise UserError(f"{path} is not a token shard: column tokens has type {tokens}, expected a list of uint16 or uint32")
 
 
 class _StreamState:
