@@ -225,11 +225,12 @@ def _apply_merge(
             sites -= 1
             if k:
                 neighbour = merged[k - 1]
-                entry = get((b if neighbour == new else neighbour) + a)
+                lost = (b if neighbour == new else neighbour) + a
+                entry = get(lost)
                 if entry is not None:  # else already forgotten
                     entry[0] -= count
                     if entry[0] < min_frequency:
-                        del pairs[(b if neighbour == new else neighbour) + a]
+                        del pairs[lost]
                 gained = neighbour + new
                 entry = get(gained)
                 if entry is None:
@@ -242,11 +243,12 @@ def _apply_merge(
             if k < last:
                 neighbour = merged[k + 1]
                 if neighbour != new:
-                    entry = get(b + neighbour)
+                    lost = b + neighbour
+                    entry = get(lost)
                     if entry is not None:
                         entry[0] -= count
                         if entry[0] < min_frequency:
-                            del pairs[b + neighbour]
+                            del pairs[lost]
                     gained = new + neighbour
                     entry = get(gained)
                     if entry is None:
