@@ -294,6 +294,8 @@ def train(
     duplicates = sorted({t for t in special_tokens if special_tokens.count(t) > 1})
     if duplicates:
         raise ValueError(f"duplicate special tokens: {', '.join(map(repr, duplicates))}")
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
+        raise ValueError(f"vocab_size must be an integer, got {vocab_size!r}")
     minimum = 256 + len(special_tokens)
     if vocab_size < minimum:
         raise ValueError(

@@ -133,6 +133,11 @@ def test_train_rejects_vocab_smaller_than_bytes_and_specials():
         train({b"ab": 5}, 255)
 
 
+def test_train_rejects_non_integer_vocab_size():
+    with pytest.raises(ValueError, match="vocab_size must be an integer"):
+        train({b"ab": 5}, 300.0)
+
+
 def test_train_rejects_duplicate_special_tokens():
     with pytest.raises(ValueError, match="duplicate special tokens: '<s>'"):
         train({b"ab": 5}, 300, special_tokens=("<s>", "</s>", "<s>"))
