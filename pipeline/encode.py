@@ -182,7 +182,7 @@ def _matching(output_dir: str, names: Sequence[str]) -> list[str]:
     """Paths directly in output_dir matching any of the glob names (files or directories)."""
     if "://" not in output_dir:
         # Beam's local glob matching lists files only; leftovers include directories.
-        return sorted({path for name in names for path in glob.glob(os.path.join(output_dir, name))})
+        return sorted({path for name in names for path in glob.glob(os.path.join(glob.escape(output_dir), name))})
     # Object stores have no directories: a "directory" is the objects under a prefix.
     patterns = [FileSystems.join(output_dir, name) for name in names]
     patterns += [FileSystems.join(output_dir, name, "**") for name in names]
