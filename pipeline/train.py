@@ -142,7 +142,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
                 f"not training. Word counts so far: {stats['word_counts']}",
                 file=sys.stderr,
             )
-            return 1
+            return 2
         table = _read_word_counts(stats["word_counts"])
         stats["unique_pieces"] = counters.get(("CountPreTokens", "unique_pieces"))
     stats["word_count_rows"] = len(table)
