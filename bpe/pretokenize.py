@@ -104,17 +104,20 @@ class PreTokenizer:
         return [piece.encode("utf-8", errors) for piece in self.split(text)]
 
     def _split_keeping_gaps(self, text: str) -> list[str]:
-        pieces = []
+        return list(self.iter_split(text))
+
+    def iter_split(self, text: str) -> Iterator[str]:
+        """Like ``split``, one piece at a time, for texts too big to hold all their
+        pieces at once. Text between matches is yielded as pieces of its own."""
         end = 0
         for match in self.regex.finditer(text):
             if match.start() > end:
-                pieces.append(text[end : match.start()])
+                yield text[end : match.start()]
             if match.end() > match.start():
-                pieces.append(match.group())
+                yield match.group()
             end = match.end()
         if end < len(text):
-            pieces.append(text[end:])
-        return pieces
+            yield text[end:]
 
     def segments(self, text: str, allowed_special: Iterable[str] = ()) -> Iterator[tuple[str, bool]]:
         """Yields (segment, is_special): ordinary text between allowed special tokens.

@@ -453,18 +453,11 @@ def test_stream_decides_encoded_surrogate_lead_at_once():
     assert dec.step(ord("x")) == "x"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug in transforms/count.py: _CountBatchFn checks max_batch_pieces only between "
-    "documents, after split(text) and counter.update() of a whole document, so one big "
-    "document holds all its pieces at once (a 50 MB document of unique words: ~800 MB)",
-)
 def test_count_dict_cap_holds_inside_one_document():
     """Found with benchmarks/bench_memory.py. The DoFn promises memory "bounded
     whatever the batch holds"; a batch of one document with 5000 unique words and a
-    cap of 1000 should be emitted in flushes of at most 1000 pieces. Today it is one
-    flush of 5000 (and with many documents a flush may exceed the cap by up to one
-    document's unique pieces)."""
+    cap of 1000 should be emitted in flushes of at most 1000 pieces (it was one flush of 5000
+    before the DoFn counted big documents chunk by chunk)."""
     from transforms.count import _CountBatchFn  # imports Beam: only here
 
     fn = _CountBatchFn("gpt2", max_batch_pieces=1000, num_partitions=1)
@@ -473,4 +466,4 @@ def test_count_dict_cap_holds_inside_one_document():
     document = " ".join("".join(chr(97 + i // 26**k % 26) for k in range(3)) for i in range(5000))
     flushes = [counts for _, counts in fn.process([document])]  # one partition: one element per flush
     assert sum(sum(counts.values()) for counts in flushes) == 5000  # nothing lost
-    assert max(len(counts) for counts in flushes) <= 1000  # fails today: 5000
+    assert max(len(counts) for counts in flushes) <= 1000

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import zlib
 from typing import Iterable
 
@@ -84,10 +85,16 @@ class _CountBatchFn(beam.DoFn):
         self._flushes = beam.metrics.Metrics.counter(_NAMESPACE, "early_flushes")
 
     def setup(self):
-        self._split = PreTokenizer(self._pattern).split
+        self._pre_tokenizer = PreTokenizer(self._pattern)
+
+    def _split(self, text: str) -> Iterable[str]:
+        # A text short enough has fewer pieces than the cap: split it in one C call.
+        # A longer one is walked piece by piece, so its list of pieces never exists.
+        if len(text) <= self._max_batch_pieces:
+            return self._pre_tokenizer.split(text)
+        return self._pre_tokenizer.iter_split(text)
 
     def process(self, batch):
-        split = self._split
         # One counter per decoding error handler: the same str piece stands for
         # different bytes when decoded with surrogateescape (raw invalid bytes)
         # than with surrogatepass (str input holding lone surrogates), so keys
@@ -95,24 +102,28 @@ class _CountBatchFn(beam.DoFn):
         by_handler: dict[str, collections.Counter[str]] = {}
         unique = 0
         documents = size = pieces = 0
+        cap = self._max_batch_pieces
         for element in batch:
             data = _document_data(element)
             text, errors = to_text(data)
-            found = split(text)
-            counter = by_handler.get(errors)
-            if counter is None:
-                counter = by_handler[errors] = collections.Counter()
-            before = len(counter)
-            counter.update(found)
-            unique += len(counter) - before
             documents += 1
             size += len(data) if isinstance(data, bytes) else len(text.encode("utf-8", errors))
-            pieces += len(found)
-            if unique >= self._max_batch_pieces:
-                yield from self._partitions(by_handler)
-                self._flushes.inc()
-                by_handler = {}
-                unique = 0
+            found = iter(self._split(text))
+            # Count at most (cap - unique) pieces at a time, so the dict never
+            # holds more than `cap` keys, even inside one huge document.
+            while chunk := list(itertools.islice(found, max(1, cap - unique))):
+                counter = by_handler.get(errors)
+                if counter is None:
+                    counter = by_handler[errors] = collections.Counter()
+                before = len(counter)
+                counter.update(chunk)
+                unique += len(counter) - before
+                pieces += len(chunk)
+                if unique >= cap:
+                    yield from self._partitions(by_handler)
+                    self._flushes.inc()
+                    by_handler = {}
+                    unique = 0
         self._documents.inc(documents)
         self._bytes.inc(size)
         self._pieces.inc(pieces)
