@@ -179,3 +179,17 @@ def test_matches_reference_on_real_text():
     merges = train_merges(table, 200, progress=False)
     assert len(merges) == 200
     assert merges == reference.train_bytes(table, 200)
+
+
+def test_garbage_collector_state_is_restored():
+    import gc
+
+    assert gc.isenabled()
+    train_merges({b"abcabc": 3}, 3)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        train_merges({b"abcabc": 3}, 3)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
