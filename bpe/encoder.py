@@ -15,8 +15,9 @@ when it outgrows ``cache_size`` it starts over.
 from __future__ import annotations
 
 import heapq
-from itertools import chain
 from typing import Iterable, Sequence
+
+from bpe.reference import merge_pair
 
 # Pieces up to this many bytes use the simple scan; beyond it the heap wins.
 LONG_PIECE = 64
@@ -75,7 +76,7 @@ class PieceEncoder:
                     best_rank = rank
             if best_rank is None:
                 break
-            ids = _merge_all(ids, self.merges[best_rank], 256 + best_rank)
+            ids = merge_pair(ids, self.merges[best_rank], 256 + best_rank)
         return ids
 
     def _encode_long(self, data: bytes) -> list[int]:
@@ -121,22 +122,6 @@ class PieceEncoder:
                 if r is not None:
                     heapq.heappush(heap, (r, i, new_id, ids[k]))
         return [ids[i] for i in range(n) if alive[i]]
-
-
-def _merge_all(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
-    """Replaces every non-overlapping occurrence of ``pair``, left to right."""
-    out = []
-    i = 0
-    n = len(ids)
-    left, right = pair
-    while i < n:
-        if i < n - 1 and ids[i] == left and ids[i + 1] == right:
-            out.append(new_id)
-            i += 2
-        else:
-            out.append(ids[i])
-            i += 1
-    return out
 
 
 class _PieceCache(dict):

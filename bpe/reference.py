@@ -44,7 +44,7 @@ def _split_word(word: str, end_of_word: str | None) -> list[str]:
     return symbols
 
 
-def _merge_symbols(symbols: list, pair: tuple, new_symbol) -> list:
+def merge_pair(symbols: list, pair: tuple, new_symbol) -> list:
     """Replaces every occurrence of ``pair`` in ``symbols``, scanning left to right.
 
     Occurrences do not overlap: in ``a a a`` the pair ``(a, a)`` is merged once,
@@ -100,7 +100,7 @@ def train_words(
         tied = [pair for pair, count in pair_counts.items() if count == best_count]
         best = max(tied) if tie_break == "max" else tied[0]
         merges.append(best)
-        words = [(_merge_symbols(symbols, best, best[0] + best[1]), count) for symbols, count in words]
+        words = [(merge_pair(symbols, best, best[0] + best[1]), count) for symbols, count in words]
     return merges
 
 
@@ -114,7 +114,7 @@ def encode_word(word: str, merges: Sequence[tuple[str, str]], end_of_word: str |
     """
     symbols = _split_word(word, end_of_word)
     for left, right in merges:
-        symbols = _merge_symbols(symbols, (left, right), left + right)
+        symbols = merge_pair(symbols, (left, right), left + right)
     return symbols
 
 
@@ -170,7 +170,7 @@ def train_bytes(word_counts: Mapping[bytes | str, int], num_merges: int, min_fre
         new_id = 256 + len(merges)
         merges.append(best)
         token_bytes.append(token_bytes[best[0]] + token_bytes[best[1]])
-        words = [(_merge_symbols(ids, best, new_id), count) for ids, count in words]
+        words = [(merge_pair(ids, best, new_id), count) for ids, count in words]
     return merges
 
 
@@ -202,5 +202,5 @@ def encode_bytes(data: bytes | str, merges: Sequence[Pair] | Mapping[Pair, int])
         if not later:
             break
         last_rank = min(later)
-        ids = _merge_symbols(ids, pairs[last_rank], new_ids[last_rank])
+        ids = merge_pair(ids, pairs[last_rank], new_ids[last_rank])
     return ids

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-from typing import Callable, NamedTuple, Sequence
+from typing import Callable, NamedTuple
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
