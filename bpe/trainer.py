@@ -28,6 +28,11 @@ concatenated bytes already exist as a token is never chosen; the next best pair
 is taken instead. tokenizer.json (HF's vocab is a dict keyed by the token's
 string) and tiktoken (ranks keyed by bytes) cannot hold two IDs with the same
 bytes.
+
+Resuming: training can start from a checkpoint (the merges learned so far) and
+hand out checkpoints while it runs; see ``train_merges``' ``resume_from`` and
+``checkpoint``. A resumed run learns exactly the merges of an uninterrupted one
+(the argument is at ``_learn_merges``).
 """
 
 from __future__ import annotations
@@ -35,7 +40,10 @@ from __future__ import annotations
 import gc
 import heapq
 import sys
-from typing import Mapping, Sequence
+import time
+from typing import Callable, Mapping, Sequence
+
+from bpe.encoder import PieceEncoder
 
 Pair = tuple[int, int]
 
@@ -76,6 +84,47 @@ def _load_table(word_counts: Mapping[bytes | str, int]) -> tuple[list[str], list
     return list(totals.keys()), list(totals.values())
 
 
+def _check_resume_from(resume_from: Sequence[Pair]) -> list[Pair]:
+    """The checkpoint's merges as a list of tuples, after checking their shape.
+
+    A list of merges from a real run uses only IDs that exist before it (merge
+    ``i`` joins IDs below ``256 + i``) and never spells the same bytes twice
+    (the duplicate-bytes rule). Anything else did not come from training, and
+    replaying it would give a table no run can reach.
+
+    Raises:
+      ValueError: naming the first merge that breaks a rule.
+    """
+    merges: list[Pair] = []
+    token_bytes = [bytes([b]) for b in range(256)]
+    spelled = set(token_bytes)
+    for i, pair in enumerate(resume_from):
+        try:
+            left, right = pair
+        except (TypeError, ValueError):
+            left = right = None
+        if not all(isinstance(x, int) and not isinstance(x, bool) for x in (left, right)):
+            raise ValueError(f"resume_from[{i}] must be a pair of token IDs, not {pair!r}")
+        new_id = 256 + i
+        if new_id > MAX_TOKEN_ID:
+            raise ValueError(f"resume_from has {len(resume_from)} merges: token IDs are limited to {MAX_TOKEN_ID}")
+        if not (0 <= left < new_id and 0 <= right < new_id):
+            raise ValueError(
+                f"resume_from[{i}] = ({left}, {right}) uses an ID that does not exist yet: "
+                f"merge {i} can only join IDs 0..{new_id - 1}"
+            )
+        new_bytes = token_bytes[left] + token_bytes[right]
+        if new_bytes in spelled:
+            raise ValueError(
+                f"resume_from[{i}] = ({left}, {right}) spells {new_bytes!r}, which an earlier token "
+                "already spells: training never learns that"
+            )
+        token_bytes.append(new_bytes)
+        spelled.add(new_bytes)
+        merges.append((left, right))
+    return merges
+
+
 def _show_progress(progress: bool | None) -> bool:
     if progress is not None:
         return progress
@@ -87,6 +136,9 @@ def train_merges(
     num_merges: int,
     min_frequency: int = 2,
     progress: bool | None = None,
+    resume_from: Sequence[Pair] = (),
+    checkpoint: Callable[[list[Pair]], None] | None = None,
+    checkpoint_every: float = 30.0,
 ) -> list[Pair]:
     """Learns byte-level BPE merges from a word-count table.
 
@@ -96,30 +148,109 @@ def train_merges(
       num_merges: how many merges to learn at most.
       min_frequency: stop as soon as the best pair occurs fewer times than this.
       progress: show a progress bar; None shows it when stderr is a terminal.
+      resume_from: merges already learned from the same table with the same
+        ``min_frequency`` (a checkpoint). Training continues after them; the
+        result is the same as without interruption. Longer than ``num_merges``:
+        its first ``num_merges`` are the result.
+      checkpoint: called with the merges so far (a new list, a prefix of the
+        result) about every ``checkpoint_every`` seconds, once more if a
+        KeyboardInterrupt stops training (which is then re-raised), and with
+        the result at the end.
+      checkpoint_every: seconds between checkpoints while merging.
 
     Returns:
       The merges in learned order as (left_id, right_id); merge ``i`` creates ID
       ``256 + i``. Identical to ``bpe.reference.train_bytes``.
+
+    Raises:
+      ValueError: a negative count, too many merges, or a ``resume_from`` that
+        training cannot have produced (an ID used before it exists, bytes spelled
+        twice).
     """
     if 256 + num_merges - 1 > MAX_TOKEN_ID:
         raise ValueError(f"num_merges={num_merges} is too large: token IDs are limited to {MAX_TOKEN_ID}")
+    merges = _check_resume_from(resume_from)
     words, counts = _load_table(word_counts)
+    if len(merges) >= num_merges:
+        # Training only ever appends: the first num_merges of a longer run are
+        # this run's result, and there is nothing left to learn.
+        merges = merges[:num_merges]
+        if checkpoint is not None:
+            checkpoint(list(merges))
+        return merges
     # The loop allocates millions of small lists and tuples but never a
     # reference cycle, and Python's cyclic GC would walk all of them again and
     # again (about 20% of the time on a large table): pause it while training.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _learn_merges(words, counts, num_merges, min_frequency, progress)
+        _learn_merges(words, counts, merges, num_merges, min_frequency, progress, checkpoint, checkpoint_every)
+        if checkpoint is not None:
+            checkpoint(list(merges))
+    except KeyboardInterrupt:
+        # Every merge in the list is final the moment it is appended, so
+        # whatever the interrupted loop was doing, the list is a valid prefix.
+        if checkpoint is not None:
+            checkpoint(list(merges))
+        raise
     finally:
         if gc_was_enabled:
             gc.enable()
+    return merges
+
+
+# How many merges pass between two looks at the clock for checkpoint_every:
+# rare enough to cost nothing in the hot loop, often enough to be on time
+# (even the slowest first merges of a large table take milliseconds each).
+_CLOCK_EVERY = 64
+
+
+def _replay(words: list[str], merges: list[Pair]) -> None:
+    """Applies ``merges`` in learned order to every word (in place).
+
+    Training applies merge ``i`` to every word before it learns merge ``i + 1``.
+    Per word, that is the encoder's pair-rank rule (repeatedly merge the
+    adjacent pair learned first): merge ``i``'s pair cannot reappear after it
+    was applied, because its tokens are older than ``256 + i`` and later merges
+    only create newer ones. Encoding word by word costs time per word rather
+    than per word and merge, so resuming after 50,000 merges stays cheap.
+    """
+    encoder = PieceEncoder(merges, cache_size=0)
+    for i, word in enumerate(words):
+        # A loaded word is chr(byte) per byte: latin-1 gives its bytes back.
+        words[i] = "".join(map(chr, encoder.encode_bytes(word.encode("latin-1"))))
 
 
 def _learn_merges(
-    words: list[str], counts: list[int], num_merges: int, min_frequency: int, progress: bool | None
-) -> list[Pair]:
-    """The merge loop of ``train_merges`` over the loaded table (modified in place)."""
+    words: list[str],
+    counts: list[int],
+    merges: list[Pair],
+    num_merges: int,
+    min_frequency: int,
+    progress: bool | None,
+    checkpoint: Callable[[list[Pair]], None] | None,
+    checkpoint_every: float,
+) -> None:
+    """The merge loop of ``train_merges`` over the loaded table (modified in place).
+
+    Appends to ``merges``, which may start with the merges of a checkpoint.
+    Resuming gives the same merges as an uninterrupted run because the loop's
+    next choice depends only on (a) the words with the merges so far applied
+    and (b) the set of existing tokens' bytes: it takes the pair with the
+    highest count in those words, ties by bytes, among pairs that reach
+    ``min_frequency`` and do not spell existing bytes. Both are rebuilt here
+    from the checkpoint: (a) by replaying the merges on the loaded words, (b)
+    from the merges themselves. The pair counts are then recounted from the
+    words, so they are the true counts, which an uninterrupted run also keeps.
+    The pairs it has forgotten by then (below ``min_frequency``, or refused by
+    the duplicate-bytes rule) come back in the recount but change nothing: a
+    forgotten count was already below ``min_frequency`` and only falls further
+    (both its tokens exist), so it is dropped again below; a duplicate spelling
+    stays a duplicate and is dropped again when it surfaces.
+    """
+    if merges:
+        _replay(words, merges)
+
     # pairs: pair -> [count, index of a word holding it, index, ...]. One list per
     # pair keeps the count and the index together: one dict lookup updates both.
     # Each word is listed once per pair: an index is only ever appended while
@@ -147,6 +278,8 @@ def _learn_merges(
         del pairs[pair]
 
     token_bytes = [bytes([b]) for b in range(256)]  # ID -> the bytes it spells
+    for left, right in merges:
+        token_bytes.append(token_bytes[left] + token_bytes[right])
     inverted = [_inverted(t) for t in token_bytes]  # ID -> its reversed-order key
     existing = set(token_bytes)
     heap = [(-entry[0], inverted[ord(pair[0])] + inverted[ord(pair[1])], pair) for pair, entry in pairs.items()]
@@ -157,9 +290,9 @@ def _learn_merges(
     if _show_progress(progress):
         from tqdm import tqdm
 
-        bar = tqdm(total=num_merges, desc="merges", unit="merge")
+        bar = tqdm(total=num_merges, initial=len(merges), desc="merges", unit="merge")
 
-    merges: list[Pair] = []
+    next_checkpoint = time.monotonic() + checkpoint_every
     while len(merges) < num_merges and heap:
         neg_count, key, pair = heappop(heap)
         entry = get(pair)
@@ -195,9 +328,11 @@ def _learn_merges(
             heapq.heapify(heap)
         if bar is not None:
             bar.update(1)
+        if checkpoint is not None and not len(merges) % _CLOCK_EVERY and time.monotonic() >= next_checkpoint:
+            checkpoint(list(merges))
+            next_checkpoint = time.monotonic() + checkpoint_every
     if bar is not None:
         bar.close()
-    return merges
 
 
 def _apply_merge(
@@ -284,6 +419,9 @@ def train(
     special_tokens: Sequence[str] = (),
     min_frequency: int = 2,
     progress: bool | None = None,
+    resume_from: Sequence[Pair] = (),
+    checkpoint: Callable[[list[Pair]], None] | None = None,
+    checkpoint_every: float = 30.0,
 ):
     """Trains a byte-level BPE tokenizer from a word-count table.
 
@@ -296,6 +434,11 @@ def train(
       special_tokens: strings that get their own IDs after the merges.
       min_frequency: a pair must occur at least this often to be merged.
       progress: show a progress bar; None shows it when stderr is a terminal.
+      resume_from: merges of an interrupted run on the same table with the same
+        ``min_frequency``; training continues after them (see ``train_merges``).
+      checkpoint: called with the merges so far while training, when a
+        KeyboardInterrupt stops it, and at the end (see ``train_merges``).
+      checkpoint_every: seconds between checkpoints.
 
     Returns:
       A ``bpe.tokenizer.Tokenizer``.
@@ -323,5 +466,13 @@ def train(
         if count < 0:
             raise ValueError(f"negative count {count} for piece {word!r}")
 
-    merges = train_merges(word_counts, vocab_size - minimum, min_frequency=min_frequency, progress=progress)
+    merges = train_merges(
+        word_counts,
+        vocab_size - minimum,
+        min_frequency=min_frequency,
+        progress=progress,
+        resume_from=resume_from,
+        checkpoint=checkpoint,
+        checkpoint_every=checkpoint_every,
+    )
     return Tokenizer(merges, pattern=pattern, special_tokens=special_tokens)

@@ -193,3 +193,107 @@ def test_garbage_collector_state_is_restored():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+# --- Resuming from a checkpoint ------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(table=tables(), num_merges=st.integers(0, 30), k=st.integers(0, 35), min_frequency=st.integers(1, 3))
+def test_resumed_run_equals_uninterrupted_run(table, num_merges, k, min_frequency):
+    expected = reference.train_bytes(table, num_merges, min_frequency)
+    # The checkpoint may come from a shorter or a longer run than this one.
+    checkpoint = train_merges(table, k, min_frequency, progress=False)
+    resumed = train_merges(table, num_merges, min_frequency, progress=False, resume_from=checkpoint)
+    assert resumed == expected
+
+
+def test_resume_on_real_text_from_every_hundredth_merge():
+    import inspect
+    import textwrap
+    from collections import Counter
+
+    from bpe.pretokenize import PreTokenizer
+
+    table = Counter(PreTokenizer("gpt2").pieces(inspect.getsource(textwrap) + "Ünïcödé текст 日本語 " * 20))
+    full = train_merges(table, 600, progress=False)
+    assert len(full) == 600
+    for k in range(0, 601, 100):
+        assert train_merges(table, 600, progress=False, resume_from=full[:k]) == full
+
+
+def test_resume_accepts_lists_from_json():
+    full = train_merges({b"abcabc": 3}, 3)
+    assert train_merges({b"abcabc": 3}, 3, resume_from=[list(pair) for pair in full[:1]]) == full
+
+
+@pytest.mark.parametrize(
+    "resume_from, message",
+    [
+        ([(97, 256)], r"resume_from\[0\] = \(97, 256\) uses an ID that does not exist yet: merge 0 can only join IDs 0..255"),
+        ([(97, 98), (257, 97)], r"resume_from\[1\] = \(257, 97\) uses an ID that does not exist yet"),
+        ([(-1, 97)], "uses an ID that does not exist yet"),
+        ([(97, 98), (97, 98)], r"resume_from\[1\] = \(97, 98\) spells b'ab', which an earlier token already spells"),
+        # Another path to the same bytes: a + bc after ab + c.
+        ([(97, 98), (98, 99), (256, 99), (97, 257)], r"resume_from\[3\] = \(97, 257\) spells b'abc'"),
+        ([(97,)], r"resume_from\[0\] must be a pair of token IDs"),
+        ([(97.0, 98)], "must be a pair of token IDs"),
+        ([(True, 98)], "must be a pair of token IDs"),
+        (["ab"], "must be a pair of token IDs"),
+    ],
+)
+def test_resume_from_that_training_cannot_produce_is_rejected(resume_from, message):
+    with pytest.raises(ValueError, match=message):
+        train_merges({b"abcabc": 3}, 10, resume_from=resume_from)
+
+
+def test_checkpoints_are_prefixes_of_the_result():
+    rng = random.Random(3)
+    table = {bytes(rng.choice(b"abcde") for _ in range(rng.randint(2, 12))): rng.randint(1, 9) for _ in range(400)}
+    seen = []
+    merges = train_merges(table, 300, min_frequency=1, checkpoint=seen.append, checkpoint_every=0)
+    # checkpoint_every=0: at every look at the clock, then once at the end.
+    assert len(seen) > 2 and seen[-1] == merges
+    assert all(checkpoint == merges[: len(checkpoint)] for checkpoint in seen)
+    assert [len(c) for c in seen] == sorted(len(c) for c in seen)
+    # A checkpoint is a copy: the caller may keep it.
+    assert seen[0] is not seen[-1] and seen[-1] is not merges
+
+
+def test_no_checkpoint_before_checkpoint_every_seconds():
+    seen = []
+    merges = train_merges({b"abcdefgh" * 50: 3}, 200, checkpoint=seen.append, checkpoint_every=3600)
+    assert seen == [merges]
+
+
+def test_interrupted_training_checkpoints_then_reraises():
+    table = {bytes([a, b, c]): 2 for a in range(97, 110) for b in range(97, 110) for c in range(97, 110)}
+    seen = []
+
+    def checkpoint(merges):
+        seen.append(merges)
+        if len(seen) == 2:
+            raise KeyboardInterrupt  # as if Ctrl-C arrived while the loop was running
+
+    with pytest.raises(KeyboardInterrupt):
+        train_merges(table, 1000, checkpoint=checkpoint, checkpoint_every=0)
+    # The periodic checkpoint that was interrupted, then the one on the way out.
+    assert len(seen) == 3 and seen[2] == seen[1]
+    assert train_merges(table, 1000, resume_from=seen[-1]) == train_merges(table, 1000)
+
+
+def test_checkpoint_longer_than_the_run_gives_its_prefix():
+    table = {"low": 5, "lower": 2, "newest": 6, "widest": 3}
+    full = train_merges(table, 10)
+    seen = []
+    assert train_merges(table, 4, resume_from=full, checkpoint=seen.append) == full[:4]
+    assert seen == [full[:4]]
+
+
+def test_train_passes_resume_and_checkpoint_through():
+    table = {"hello": 10, " world": 5, " hello": 3}
+    full = train(table, 256 + 6, progress=False)
+    seen = []
+    resumed = train(table, 256 + 6, progress=False, resume_from=full.merges[:2], checkpoint=seen.append)
+    assert list(resumed.merges) == list(full.merges) == seen[-1]
+    assert resumed.to_json() == full.to_json()
