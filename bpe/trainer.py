@@ -84,13 +84,19 @@ def _load_table(word_counts: Mapping[bytes | str, int]) -> tuple[list[str], list
     return list(totals.keys()), list(totals.values())
 
 
-def _check_resume_from(resume_from: Sequence[Pair]) -> list[Pair]:
-    """The checkpoint's merges as a list of tuples, after checking their shape.
+def check_merges(resume_from: Sequence[Pair]) -> list[Pair]:
+    """Checks that a list of merges (e.g. a checkpoint) can come from training.
 
     A list of merges from a real run uses only IDs that exist before it (merge
     ``i`` joins IDs below ``256 + i``) and never spells the same bytes twice
     (the duplicate-bytes rule). Anything else did not come from training, and
     replaying it would give a table no run can reach.
+
+    Args:
+      resume_from: (left_id, right_id) pairs, tuples or lists, in learned order.
+
+    Returns:
+      The merges as a new list of tuples.
 
     Raises:
       ValueError: naming the first merge that breaks a rule.
@@ -169,7 +175,7 @@ def train_merges(
     """
     if 256 + num_merges - 1 > MAX_TOKEN_ID:
         raise ValueError(f"num_merges={num_merges} is too large: token IDs are limited to {MAX_TOKEN_ID}")
-    merges = _check_resume_from(resume_from)
+    merges = check_merges(resume_from)
     words, counts = _load_table(word_counts)
     if len(merges) >= num_merges:
         # Training only ever appends: the first num_merges of a longer run are

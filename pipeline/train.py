@@ -10,6 +10,15 @@ table -> ``OUT/tokenizer.json``, plus ``OUT/train_stats.json``.
 ``--word-counts FILE`` skips phase 1 and trains from an existing table, e.g.
 another vocabulary size without recounting the corpus.
 
+Resuming (``--resume``): a finished phase 1 leaves ``OUT/word_counts.complete``
+(the table's size, rows and SHA-256, the settings that made it, its counters);
+the table counts as complete only with a matching marker. Phase 2 saves the
+merges learned so far to ``OUT/merges.checkpoint.json`` every
+``--checkpoint-every`` seconds and when stopped by SIGINT or SIGTERM (always
+written to a temporary file and renamed, so a SIGKILL leaves the previous one
+whole). ``--resume`` skips a complete phase 1 and continues from the
+checkpoint; the result is byte for byte the one of an uninterrupted run.
+
 Everything the user can get wrong is checked before the job starts and
 reported as one line (``pipeline.errors.UserError``).
 """
@@ -17,9 +26,14 @@ reported as one line (``pipeline.errors.UserError``).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import json
 import os
+import shlex
+import signal
 import sys
+import threading
 import time
 from collections import Counter
 
@@ -31,7 +45,7 @@ from apache_beam.io.filesystems import FileSystems
 
 import bpe
 from bpe.pretokenize import compile_pattern
-from bpe.trainer import MAX_TOKEN_ID
+from bpe.trainer import MAX_TOKEN_ID, check_merges
 from pipeline.config import Setting, default_help, resolve
 from pipeline.errors import UserError
 from pipeline.runners import committed_counters, describe_runner, pipeline_options
@@ -40,6 +54,8 @@ from transforms.dead_letters import WriteDeadLetters
 from transforms.read import FORMATS, ReadDocuments, match_inputs
 
 WORD_COUNTS_FILE = "word_counts.parquet"
+COUNT_MARKER_FILE = "word_counts.complete"  # written once the table is complete
+CHECKPOINT_FILE = "merges.checkpoint.json"
 STATS_FILE = "train_stats.json"
 WORD_COUNTS_SCHEMA = pa.schema([("word", pa.binary()), ("count", pa.int64())])
 
@@ -57,6 +73,9 @@ SETTINGS = {
     "word_counts": Setting("str"),
     "strict": Setting("bool", False),
     "no_progress": Setting("bool", False),
+    "resume": Setting("bool", False),
+    # Seconds, a number; "str" because config.Setting has no float kind.
+    "checkpoint_every": Setting("str", "30"),
 }
 
 # How many dead letters a summary or a --strict failure lists in full.
@@ -93,6 +112,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strict", action="store_true", default=None,
                         help="fail (exit 1) if any input record could not be read")
     parser.add_argument("--no-progress", action="store_true", default=None, help="no progress bar")
+    parser.add_argument("--resume", action="store_true", default=None,
+                        help=f"continue an interrupted run in --output: skip a complete count phase "
+                        f"({COUNT_MARKER_FILE}) and continue the merges from {CHECKPOINT_FILE}")
+    parser.add_argument("--checkpoint-every", metavar="SECONDS",
+                        help=h("checkpoint_every", f"save the merges so far to {CHECKPOINT_FILE} this often"))
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
@@ -123,15 +147,33 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
 
     if args.word_counts:
         print(f"beam-bpe train: training from {args.word_counts} (not reading any --input)", file=sys.stderr)
-        table = _read_word_counts(args.word_counts)
+        table_path = args.word_counts
+        table_id = _fingerprint(table_path)
     else:
-        stats["runner"] = describe_runner(options)
-        count_started = time.monotonic()
-        counters = _count(args, output, options)
-        stats["seconds"]["count"] = round(time.monotonic() - count_started, 3)
-        stats["documents"] = counters.get(("CountPreTokens", "documents"))
-        stats["bytes"] = counters.get(("CountPreTokens", "bytes"))
-        stats["pieces"] = counters.get(("CountPreTokens", "pieces"))
+        table_path = stats["word_counts"]
+        count_settings = _count_settings(args, files)
+        marker = _complete_count(output, table_path, count_settings) if args.resume else None
+        if marker is not None:
+            print(
+                f"beam-bpe train: the count phase is complete ({FileSystems.join(output, COUNT_MARKER_FILE)}); "
+                "not counting again",
+                file=sys.stderr,
+            )
+            counted = dict(marker["stats"])
+            stats["seconds"]["count"] = counted.pop("seconds")
+            stats.update(counted)
+            table_id = marker["table"]
+        else:
+            stats["runner"] = describe_runner(options)
+            count_started = time.monotonic()
+            counters = _count(args, output, options)
+            stats["seconds"]["count"] = round(time.monotonic() - count_started, 3)
+            stats["documents"] = counters.get(("CountPreTokens", "documents"))
+            stats["bytes"] = counters.get(("CountPreTokens", "bytes"))
+            stats["pieces"] = counters.get(("CountPreTokens", "pieces"))
+            stats["unique_pieces"] = counters.get(("CountPreTokens", "unique_pieces"))
+            table_id = _fingerprint(table_path)
+            _write_count_marker(output, table_id, count_settings, stats)
         # The files are the source of truth; counters are for reporting only.
         dead_letters = _read_dead_letters(output)
         stats["dead_letters"] = len(dead_letters)
@@ -143,24 +185,40 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
                 file=sys.stderr,
             )
             return 2
-        table = _read_word_counts(stats["word_counts"])
-        stats["unique_pieces"] = counters.get(("CountPreTokens", "unique_pieces"))
+    table = _read_word_counts(table_path)
     stats["word_count_rows"] = len(table)
     if stats["unique_pieces"] is None:
         stats["unique_pieces"] = len(table)
 
+    checkpoint = _Checkpoint(output, table_id, args)
+    resume_from = checkpoint.load() if args.resume else []
+    stats["resumed_from_merges"] = len(resume_from)
+    checkpoint.save(resume_from)  # from here on, --resume continues these merges
     train_started = time.monotonic()
     try:
-        tokenizer = bpe.train(
-            table,
-            vocab_size=args.vocab_size,
-            pattern=args.pattern,
-            special_tokens=args.special_token,
-            min_frequency=args.min_frequency,
-            progress=False if args.no_progress else None,
-        )
+        with _sigterm_as_interrupt():
+            tokenizer = bpe.train(
+                table,
+                vocab_size=args.vocab_size,
+                pattern=args.pattern,
+                special_tokens=args.special_token,
+                min_frequency=args.min_frequency,
+                progress=False if args.no_progress else None,
+                resume_from=resume_from,
+                checkpoint=checkpoint.save,
+                checkpoint_every=args.checkpoint_every,
+            )
     except ValueError as e:  # checked up front; kept so a slip is still one line
         raise UserError(str(e)) from None
+    except KeyboardInterrupt as e:
+        # bpe.train saved the merges on its way out (see train_merges).
+        signum = e.signum if isinstance(e, _Terminated) else signal.SIGINT
+        print(
+            f"beam-bpe train: interrupted ({signal.Signals(signum).name}); {checkpoint.saved:,} merges are saved "
+            f"in {checkpoint.path}. To resume: {_resume_command()}",
+            file=sys.stderr,
+        )
+        return 128 + signum
     stats["seconds"]["train"] = round(time.monotonic() - train_started, 3)
     stats["merges"] = len(tokenizer.merges)
     stats["vocab_size"] = tokenizer.vocab_size
@@ -171,10 +229,205 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     _write_text(tokenizer_path, tokenizer.to_json())
     stats["seconds"]["total"] = round(time.monotonic() - started, 3)
     _write_text(stats_path, json.dumps(stats, indent=1) + "\n")
+    checkpoint.remove()  # only now: until tokenizer.json is whole, --resume needs it
     _print_summary(stats, tokenizer_path, stats_path, output)
     if stats["dead_letters"]:
         _report_dead_letters(_read_dead_letters(output), output, file=sys.stdout)
     return 0
+
+
+# --- Resuming: the count marker, the merge checkpoint, signals -------------------
+
+
+def _fingerprint(path: str) -> dict:
+    """What identifies a word-count table: its SHA-256, size and row count.
+
+    The merges are a function of the table's contents, so a checkpoint or a
+    count marker applies to a table only if these match.
+    """
+    digest = hashlib.sha256()
+    size = 0
+    if path.startswith("file://"):
+        path = path[len("file://"):]
+    try:
+        with (open(path, "rb") if _is_local(path)
+              else FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)) as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+                size += len(chunk)
+        if _is_local(path):
+            rows = pq.read_metadata(path).num_rows
+        else:
+            with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+                rows = pq.read_metadata(pa.BufferReader(f.read())).num_rows
+    except Exception as e:  # noqa: BLE001 - the table was read before; this is a race or a bad disk
+        raise UserError(f"cannot read word-count table {path}: {str(e).splitlines()[0]}") from None
+    return {"sha256": digest.hexdigest(), "bytes": size, "rows": rows}
+
+
+def _count_settings(args: argparse.Namespace, files: list[str]) -> dict:
+    """The settings that decide what the count phase writes (not the runner's)."""
+    return {
+        "input": list(args.input),
+        "files": len(files),
+        # The matched files themselves: a glob that matches more shards now is another corpus.
+        "files_sha256": hashlib.sha256("\n".join(sorted(files)).encode("utf-8", "surrogateescape")).hexdigest(),
+        "format": args.format,
+        "text_field": args.text_field,
+        "pattern": args.pattern,
+        "min_word_count": args.min_word_count,
+    }
+
+
+def _write_count_marker(output: str, table_id: dict, settings: dict, stats: dict) -> None:
+    """Marks the count phase complete: written only after the table is whole."""
+    counted = {key: stats[key] for key in ("runner", "documents", "bytes", "pieces", "unique_pieces")}
+    counted["seconds"] = stats["seconds"]["count"]
+    marker = {"table": table_id, "settings": settings, "stats": counted}
+    _write_text(FileSystems.join(output, COUNT_MARKER_FILE), json.dumps(marker, indent=1) + "\n")
+
+
+def _complete_count(output: str, table_path: str, settings: dict) -> dict | None:
+    """The count marker, if the count phase in ``output`` is complete; else None (count again).
+
+    Raises:
+      UserError: the count phase is complete but was run with other settings:
+        continuing would mix two runs.
+    """
+    marker_path = FileSystems.join(output, COUNT_MARKER_FILE)
+    marker = _read_json(marker_path)
+    if marker is None:
+        print(f"beam-bpe train: no complete count phase in {output}; counting", file=sys.stderr)
+        return None
+    for key, value in settings.items():
+        if marker.get("settings", {}).get(key) != value:
+            then = marker.get("settings", {}).get(key)
+            what = "the --input globs match other files" if key == "files_sha256" else (
+                f"--{key.replace('_', '-')} was {_show(then)}, now {_show(value)}")
+            raise UserError(
+                f"cannot --resume: the count phase in {output} was run with other settings ({what}); "
+                "run without --resume to start over"
+            )
+    if not FileSystems.exists(table_path) or marker.get("table") != _fingerprint(table_path):
+        print(f"beam-bpe train: {table_path} does not match {marker_path}; counting again", file=sys.stderr)
+        return None
+    return marker
+
+
+def _show(value) -> str:
+    return " ".join(value) if isinstance(value, list) else str(value)
+
+
+def _read_json(path: str) -> dict | None:
+    """A JSON object from ``path``; None if the file does not exist or is not one."""
+    try:
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            data = json.loads(f.read().decode("utf-8"))
+    except Exception:  # noqa: BLE001 - missing (an IOError of some file system) or damaged
+        return None
+    return data if isinstance(data, dict) else None
+
+
+class _Checkpoint:
+    """``OUT/merges.checkpoint.json``: the merges so far and what they depend on.
+
+    Args:
+      output: the output directory.
+      table_id: the word-count table's ``_fingerprint``.
+      args: the run's settings.
+    """
+
+    def __init__(self, output: str, table_id: dict, args: argparse.Namespace):
+        self.path = FileSystems.join(output, CHECKPOINT_FILE)
+        # The merges depend on the table and min_frequency only; the pattern
+        # must match because the table was counted with it. vocab_size and the
+        # special tokens only say how many merges to learn, and the first N
+        # merges of any run are the same: they may change between runs.
+        self.settings = {
+            "word_counts": table_id,
+            "min_frequency": args.min_frequency,
+            "pattern": args.pattern,
+        }
+        self.wanted = {"vocab_size": args.vocab_size, "special_tokens": list(args.special_token)}
+        self.saved = 0  # how many merges the file on disk holds
+
+    def load(self) -> list:
+        """The checkpoint's merges; [] when there is none.
+
+        Raises:
+          UserError: the checkpoint is damaged, or belongs to other settings.
+        """
+        data = _read_json(self.path)
+        if data is None:
+            if FileSystems.exists(self.path):
+                raise UserError(f"cannot --resume: {self.path} is damaged; delete it to start the merges from zero")
+            print(f"beam-bpe train: no checkpoint in {self.path}; starting the merges from zero", file=sys.stderr)
+            return []
+        for key, value in self.settings.items():
+            if data.get(key) != value:
+                what = "another word-count table" if key == "word_counts" else (
+                    f"--{key.replace('_', '-')} {_show(data.get(key))}, not {_show(value)}")
+                raise UserError(
+                    f"cannot --resume: {self.path} was made with {what}; "
+                    "run without --resume to start over (or use the same settings)"
+                )
+        merges = data.get("merges")
+        try:
+            # Checks the shape (IDs exist before use, no bytes spelled twice).
+            merges = check_merges(merges if isinstance(merges, list) else None)
+        except (TypeError, ValueError) as e:
+            raise UserError(f"cannot --resume: {self.path} is damaged ({e}); delete it to start over") from None
+        print(f"beam-bpe train: resuming after {len(merges):,} merges from {self.path}", file=sys.stderr)
+        return merges
+
+    def save(self, merges: list) -> None:
+        """Writes the checkpoint atomically: a crash at any moment leaves the old or the new one."""
+        data = {"what": "beam-bpe merges checkpoint", **self.settings, **self.wanted, "merges": merges}
+        _write_text(self.path, json.dumps(data, separators=(",", ":")) + "\n")
+        self.saved = len(merges)
+
+    def remove(self) -> None:
+        if FileSystems.exists(self.path):
+            FileSystems.delete([self.path])
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, delivered like Ctrl-C so training saves a checkpoint on the way out."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """Within the block, SIGTERM raises ``_Terminated`` (a KeyboardInterrupt)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers (e.g. run from a test thread)
+        return
+
+    def terminated(signum, frame):
+        raise _Terminated(signum)
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _resume_command() -> str:
+    """This process's own command line plus --resume, ready to paste into a shell."""
+    argv = sys.argv[1:]
+    if not argv or argv[0] != "train":  # called as a library (e.g. cli.main from a test)
+        return "the same beam-bpe train command with --resume"
+    if sys.argv[0].endswith(os.path.join("pipeline", "cli.py")):
+        program = [sys.executable, "-m", "pipeline.cli"]  # run as python -m pipeline.cli
+    else:
+        program = [sys.argv[0]]
+    if "--resume" not in argv:
+        argv = [*argv, "--resume"]
+    return shlex.join([*program, *argv])
 
 
 def _check_misspelled_flags(beam_args: list[str]) -> None:
@@ -225,6 +478,12 @@ def _check_settings(args: argparse.Namespace) -> str:
         raise UserError(f"--min-frequency must be at least 1, not {args.min_frequency}")
     if args.min_word_count < 1:
         raise UserError(f"--min-word-count must be at least 1, not {args.min_word_count}")
+    try:
+        args.checkpoint_every = float(args.checkpoint_every)
+    except ValueError:
+        args.checkpoint_every = -1.0
+    if not args.checkpoint_every >= 0:  # also NaN
+        raise UserError("--checkpoint-every must be a number of seconds, at least 0")
     if args.word_counts:
         _read_word_counts(args.word_counts)  # a bad table fails now, not after a job
     # Workers of a portable runner do not share our current directory: local
@@ -370,13 +629,23 @@ def _report_dead_letters(dead_letters: list[dict], output: str, file) -> None:
 
 
 def _write_text(path: str, text: str) -> None:
-    # Through FileSystems so gs:// and s3:// outputs work; locally, write a
-    # temporary file and rename it so a reader never sees half a file.
+    # Through FileSystems so gs:// and s3:// outputs work (an object appears
+    # whole when closed); locally, write a temporary file, flush it to disk and
+    # rename it, so neither a reader nor a crash (even of the machine) ever
+    # leaves half a file under the real name.
     if _is_local(path):
         tmp = path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
+        # The rename itself is durable once the directory is flushed.
+        directory = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
     else:
         with FileSystems.create(path, mime_type="application/json") as f:
             f.write(text.encode("utf-8"))
@@ -403,9 +672,12 @@ def _print_summary(stats: dict, tokenizer_path: str, stats_path: str, output: st
     early = ""
     if stats["merges"] < merges_wanted:
         early = f" (stopped early: no pair occurs {stats['min_frequency']}+ times)"
+    resumed = ""
+    if stats["resumed_from_merges"]:
+        resumed = f" (resumed after {stats['resumed_from_merges']:,} merges)"
     print(
         f"beam-bpe train: learned {stats['merges']:,} merges from {stats['word_count_rows']:,} pieces "
-        f"-> vocab size {stats['vocab_size']:,} in {seconds['train']:.1f} s{early}"
+        f"-> vocab size {stats['vocab_size']:,} in {seconds['train']:.1f} s{resumed}{early}"
     )
     print(f"  tokenizer:    {tokenizer_path}")
     print(f"  word counts:  {stats['word_counts']}")
