@@ -164,6 +164,10 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
             stats.update(counted)
             table_id = marker["table"]
         else:
+            # Until this count is complete, the table of an earlier one is not.
+            marker_path = FileSystems.join(output, COUNT_MARKER_FILE)
+            if FileSystems.exists(marker_path):
+                FileSystems.delete([marker_path])
             stats["runner"] = describe_runner(options)
             count_started = time.monotonic()
             counters = _count(args, output, options)
