@@ -4,7 +4,7 @@ Inside one piece the encoder repeatedly takes the adjacent pair that was learned
 first and merges every occurrence of it, left to right; exactly
 ``reference.encode_bytes``. Two code paths, one semantics:
 
-- short pieces (almost all of them) use a plain scan of adjacent pairs;
+- short pieces (almost all of them) keep a list of the ranks of adjacent pairs;
 - long pieces (a megabyte of one letter, CJK text without spaces) use a doubly
   linked list and a heap of candidate pairs, O(n log n) instead of O(n^2).
 
@@ -15,12 +15,13 @@ when it outgrows ``cache_size`` it starts over.
 from __future__ import annotations
 
 import heapq
+from itertools import repeat
 from typing import Iterable, Sequence
 
-from bpe.reference import merge_pair
-
-# Pieces up to this many bytes use the simple scan; beyond it the heap wins.
+# Pieces up to this many bytes use the rank list; beyond it the heap wins.
 LONG_PIECE = 64
+# The rank of a pair that is not a merge: above every real rank.
+_NO_MERGE = 1 << 62
 
 
 class PieceEncoder:
@@ -63,20 +64,32 @@ class PieceEncoder:
         return out
 
     def encode_bytes(self, data: bytes) -> list[int]:
-        """Encodes one piece given as bytes (uncached)."""
+        """Encodes one piece given as bytes (uncached).
+
+        ``ranks[i]`` is the rank of the pair (ids[i], ids[i + 1]). Each step merges
+        the leftmost pair of the lowest rank and recomputes only the two pairs
+        beside it, so the search (min, index) runs in C. Taking the leftmost one
+        each time merges every occurrence left to right, since a merge only ever
+        creates pairs of higher rank.
+        """
         if len(data) > LONG_PIECE:
             return self._encode_long(data)
         ids = list(data)
-        ranks = self.ranks
-        while len(ids) > 1:
-            best_rank = None
-            for pair in zip(ids, ids[1:]):
-                rank = ranks.get(pair)
-                if rank is not None and (best_rank is None or rank < best_rank):
-                    best_rank = rank
-            if best_rank is None:
+        get = self.ranks.get
+        ranks = list(map(get, zip(ids, ids[1:]), repeat(_NO_MERGE)))
+        while ranks:
+            best = min(ranks)
+            if best == _NO_MERGE:
                 break
-            ids = merge_pair(ids, self.merges[best_rank], 256 + best_rank)
+            i = ranks.index(best)
+            new_id = 256 + best
+            ids[i] = new_id
+            del ids[i + 1]
+            del ranks[i]
+            if i:
+                ranks[i - 1] = get((ids[i - 1], new_id), _NO_MERGE)
+            if i < len(ranks):
+                ranks[i] = get((new_id, ids[i + 1]), _NO_MERGE)
         return ids
 
     def _encode_long(self, data: bytes) -> list[int]:
