@@ -132,9 +132,15 @@ def main(argv: list[str] | None = None) -> None:
     print(format_table(bench_train(train_docs, args.vocab_size, args.pattern, memory=False)))
     tok = trained_tokenizer(train_docs, args.vocab_size, args.pattern, tag=f"{args.mb:g}mb")
 
-    print(f"\n== 2. encoding on one core ({sum(len(d.encode()) for d in held_out) / 1e6:.1f} MB held out) ==")
-    for name, value in bench_encode(tok, held_out, warm_up=train_docs[: len(held_out)]):
-        print(f"{name:<56} {value:>8.2f} MB/s" if value == value else name)
+    # Pure-Python encoding costs little per cached piece and a lot per new one, so
+    # the speed depends on how often pieces repeat: report the mostly-English part
+    # (code, English man pages) apart from the whole multilingual held-out text.
+    mostly_ascii = [d for d in held_out if len(d.encode()) < 1.05 * len(d)]
+    for title, docs_to_encode in [("all held-out text", held_out), ("its mostly-ASCII documents", mostly_ascii)]:
+        mb = sum(len(d.encode()) for d in docs_to_encode) / 1e6
+        print(f"\n== 2. encoding on one core: {title} ({mb:.1f} MB) ==")
+        for name, value in bench_encode(tok, docs_to_encode, warm_up=train_docs[: len(docs_to_encode)]):
+            print(f"{name:<56} {value:>8.2f} MB/s" if value == value else name)
 
     print("\n== 3. stream decoding ==")
     for name, value in bench_stream(tok, held_out[: max(1, len(held_out) // 4)]):
