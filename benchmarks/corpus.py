@@ -25,9 +25,10 @@ from typing import Iterable
 
 MAN_ROOT = Path("/usr/share/man")
 LOCALE_ROOT = Path("/usr/share/locale")
-CACHE_DIR = Path("/tmp/beam-bpe-bench")
-# Part of the cache file names: bump it when the sources change.
+# Bump the version when the sources change: every cache (the corpus, shards and
+# tokenizers built from it by the benchmarks) lives under the versioned folder.
 CORPUS_VERSION = 2
+CACHE_DIR = Path(f"/tmp/beam-bpe-bench/v{CORPUS_VERSION}")
 
 
 def _man_sources() -> dict[str, list[Path]]:
@@ -105,7 +106,7 @@ def corpus_text(min_bytes: int) -> list[str]:
     runs (and other benchmarks) use exactly the same text.
     """
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    cache = CACHE_DIR / f"corpus-v{CORPUS_VERSION}-{min_bytes}.jsonl"
+    cache = CACHE_DIR / f"corpus-{min_bytes}.jsonl"
     if cache.exists():
         with cache.open(encoding="utf-8") as f:
             return [json.loads(line) for line in f]
