@@ -30,7 +30,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import apache_beam as beam
 import pyarrow.parquet as pq
 import regex
 
@@ -38,9 +37,7 @@ from benchmarks.bench_train import hf_train
 from benchmarks.corpus import CACHE_DIR, corpus_text
 from bpe.pretokenize import resolve_pattern
 from pipeline.runners import pipeline_options
-from pipeline.train import WORD_COUNTS_SCHEMA
-from transforms.count import CountPreTokens
-from transforms.read import ReadDocuments
+from pipeline.train import run_count_job
 
 SHARDS = 8
 
@@ -85,21 +82,9 @@ def pipeline_count(shards: str, pattern: str, workers: int, output: str) -> tupl
     options = pipeline_options(
         [f"--direct_num_workers={workers}", "--direct_running_mode=multi_processing"]
     )
+    args = argparse.Namespace(input=[shards], format="jsonl", text_field="text", pattern=pattern, min_word_count=1)
     started, cpu = time.perf_counter(), cpu_seconds()
-    with beam.Pipeline(options=options) as p:
-        read = p | "ReadDocuments" >> ReadDocuments([shards], format="jsonl")
-        (
-            read.documents
-            | "CountPreTokens" >> CountPreTokens(pattern)
-            | "ToRecords" >> beam.Map(lambda kv: {"word": kv[0], "count": kv[1]})
-            | "WriteWordCounts" >> beam.io.WriteToParquet(
-                os.path.join(output, "word_counts"),
-                WORD_COUNTS_SCHEMA,
-                file_name_suffix=".parquet",
-                num_shards=1,
-                shard_name_template="",
-            )
-        )
+    run_count_job(args, output, options)  # the job `beam-bpe train` runs
     seconds = time.perf_counter() - started
     return seconds, cpu_seconds() - cpu, pq.read_metadata(os.path.join(output, "word_counts.parquet")).num_rows
 
