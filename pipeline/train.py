@@ -2,7 +2,7 @@
 
     beam-bpe train --input 'corpus/*.jsonl.gz' --vocab-size 32000 --output out/
 
-Phase 1 (a Beam job, on any runner): ReadDocuments -> CountPreTokens ->
+Phase 1 (a Beam job, on any runner): ReadDocuments -> CountPreTokenTables ->
 ``OUT/word_counts.parquet`` (word binary, count int64), and unreadable records
 under ``OUT/dead_letters/``. Phase 2 (this process): ``bpe.train`` on that
 table -> ``OUT/tokenizer.json``, plus ``OUT/train_stats.json``.
@@ -49,7 +49,7 @@ from bpe.trainer import MAX_TOKEN_ID, check_merges
 from pipeline.config import Setting, default_help, resolve
 from pipeline.errors import UserError
 from pipeline.runners import committed_counters, describe_runner, pipeline_options
-from transforms.count import CountPreTokens
+from transforms.count import CountPreTokenTables
 from transforms.dead_letters import WriteDeadLetters
 from transforms.read import FORMATS, ReadDocuments, match_inputs
 
@@ -58,7 +58,6 @@ COUNT_MARKER_FILE = "word_counts.complete"  # written once the table is complete
 CHECKPOINT_FILE = "merges.checkpoint.json"
 STATS_FILE = "train_stats.json"
 WORD_COUNTS_SCHEMA = pa.schema([("word", pa.binary()), ("count", pa.int64())])
-WORD_COUNT_BATCH = 1 << 16  # rows per Arrow table written
 
 # Keys of --config files (flag names with underscores) and their defaults.
 SETTINGS = {
@@ -548,12 +547,9 @@ def run_count_job(args: argparse.Namespace, output: str, options) -> dict[tuple[
 
     pipeline = beam.Pipeline(options=options)
     read = pipeline | "ReadDocuments" >> ReadDocuments(args.input, format=args.format, text_field=args.text_field)
-    counts = read.documents | "CountPreTokens" >> CountPreTokens(args.pattern, min_word_count=args.min_word_count)
     (
-        counts
-        # Rows go to the sink as Arrow tables of many rows: Beam's row-by-row
-        # Parquet writer costs more per row than counting did.
-        | "BatchRows" >> beam.BatchElements(min_batch_size=WORD_COUNT_BATCH, max_batch_size=WORD_COUNT_BATCH)
+        read.documents
+        | "CountPreTokens" >> CountPreTokenTables(args.pattern, min_word_count=args.min_word_count)
         | "ToArrow" >> beam.Map(_word_count_table)
         # One file with exactly this name: one shard, no shard numbers in the
         # name, written by Beam's sink (temp file + rename) on any runner.
@@ -571,9 +567,11 @@ def run_count_job(args: argparse.Namespace, output: str, options) -> dict[tuple[
     return committed_counters(result)
 
 
-def _word_count_table(rows: list[tuple[bytes, int]]) -> pa.Table:
-    words, counts = zip(*rows)
-    return pa.Table.from_arrays([pa.array(words, pa.binary()), pa.array(counts, pa.int64())], schema=WORD_COUNTS_SCHEMA)
+def _word_count_table(counts: dict[bytes, int]) -> pa.Table:
+    return pa.Table.from_arrays(
+        [pa.array(list(counts.keys()), pa.binary()), pa.array(list(counts.values()), pa.int64())],
+        schema=WORD_COUNTS_SCHEMA,
+    )
 
 
 def _read_word_counts(path: str) -> dict[bytes, int]:

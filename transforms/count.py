@@ -170,8 +170,8 @@ class _MergeCountsFn(beam.CombineFn):
         return accumulator
 
 
-class _ToRowsFn(beam.DoFn):
-    """Turns one partition's exact totals into (piece, count) rows, pruning rare ones."""
+class _PruneFn(beam.DoFn):
+    """Drops the pieces of one partition's exact totals that occur too rarely."""
 
     def __init__(self, min_word_count: int):
         self._min_word_count = min_word_count
@@ -181,23 +181,24 @@ class _ToRowsFn(beam.DoFn):
     def process(self, partition_counts):
         _, counts = partition_counts
         self._unique.inc(len(counts))
-        pruned = 0
-        for piece, count in counts.items():
-            if count >= self._min_word_count:
-                yield piece, count
-            else:
-                pruned += 1
-        self._pruned.inc(pruned)
+        if self._min_word_count > 1:
+            kept = {piece: count for piece, count in counts.items() if count >= self._min_word_count}
+            self._pruned.inc(len(counts) - len(kept))
+            counts = kept
+        if counts:
+            yield counts
 
 
 @dataclasses.dataclass
-class CountPreTokens(beam.PTransform):
-    """Counts pre-token pieces: PCollection[Document] -> PCollection[(bytes, int)].
+class CountPreTokenTables(beam.PTransform):
+    """Counts pre-token pieces: PCollection[Document] -> PCollection[{bytes: int}].
 
-    Each output row is one distinct piece (its exact UTF-8 bytes; invalid UTF-8
-    in the input is kept byte for byte) with its total count over the whole
-    input. The rows equal ``count_pieces`` of the same documents, whatever the
-    sharding, batching or runner.
+    Each output element is one hash partition of the final table: distinct
+    pieces (their exact UTF-8 bytes; invalid UTF-8 in the input is kept byte for
+    byte) with their total counts over the whole input. Together the partitions
+    equal ``count_pieces`` of the same documents, whatever the sharding, batching
+    or runner. Writers take whole partitions (e.g. as Arrow tables), which costs
+    far less than one element per piece; ``CountPreTokens`` gives rows.
 
     Counters in namespace "CountPreTokens": ``documents``, ``bytes``,
     ``pieces`` (occurrences), ``unique_pieces`` (before pruning),
@@ -241,5 +242,21 @@ class CountPreTokens(beam.PTransform):
                 _CountBatchFn(self.pattern, self.max_batch_pieces, self.num_partitions)
             ).with_output_types(tuple[int, dict[bytes, int]])
             | "SumCounts" >> beam.CombinePerKey(_MergeCountsFn())
-            | "ToRows" >> beam.ParDo(_ToRowsFn(self.min_word_count)).with_output_types(tuple[bytes, int])
+            | "Prune" >> beam.ParDo(_PruneFn(self.min_word_count)).with_output_types(dict[bytes, int])
+        )
+
+
+@dataclasses.dataclass
+class CountPreTokens(CountPreTokenTables):
+    """Counts pre-token pieces: PCollection[Document] -> PCollection[(bytes, int)].
+
+    One row per distinct piece with its total count; the same table as
+    ``CountPreTokenTables`` (see there for the Args), one element per piece.
+    """
+
+    def expand(self, documents):
+        return (
+            documents
+            | "CountTables" >> CountPreTokenTables(**dataclasses.asdict(self))
+            | "ToRows" >> beam.FlatMap(dict.items).with_output_types(tuple[bytes, int])
         )
