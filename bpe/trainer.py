@@ -379,7 +379,7 @@ def _apply_merge(
         k = -1
         # The left and right neighbour updates below are the same steps mirrored;
         # they stay inlined because this loop runs once per merge site (millions
-        # of times) and a function call would cost a third of the training time.
+        # of times), where a function call per site is a large share of the work.
         while sites:
             k = merged.find(new, k + 1)
             sites -= 1
