@@ -96,7 +96,7 @@ def main(argv=None) -> None:
     for shard in range(8):
         with open(os.path.join(work, "corpus", f"part-{shard}.jsonl"), "w", encoding="utf-8") as f:
             for doc in docs[shard::8]:
-                f.write(json.dumps({"text": doc}) + "\n")
+                f.write(json.dumps({"text": doc}, ensure_ascii=False) + "\n")
     print(f"corpus: {len(docs)} documents, {total_bytes / 1e6:.1f} MB; tokenizer vocab {tok.vocab_size}")
 
     encoding = tok.to_tiktoken()
