@@ -39,11 +39,11 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from bpe.tokenizer import TokenizerFileError
+from bpe.tokenizer import Tokenizer, TokenizerFileError
 from pipeline.errors import UserError
 from pipeline.runners import describe_runner, pipeline_options
 from transforms.dead_letters import WriteDeadLetters
-from transforms.encode import EncodeDocuments, eos_token_id, read_tokenizer
+from transforms.encode import EncodeDocuments, eos_token_id, fast_encoder, read_tokenizer
 from transforms.read import FORMATS, ReadDocuments, match_inputs
 from transforms.shards import SHA256_KEY, SHARD_GLOB, WriteTokenShards
 
@@ -88,7 +88,11 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     # Workers of portable runners may run in another directory: give them absolute local paths.
     args.tokenizer, args.output = _absolute(args.tokenizer), _absolute(args.output)
     args.input = [_absolute(pattern) for pattern in args.input]
-    tokenizer_sha256, vocab_size, eos_id = _check_arguments(args)
+    tokenizer, eos_id = _check_arguments(args)
+    tokenizer_sha256, vocab_size = tokenizer.sha256, tokenizer.vocab_size
+    # The proof that tiktoken gives our IDs is O(vocabulary): run it once here.
+    fast, reason = fast_encoder(tokenizer)
+    print(f"beam-bpe encode: {reason}", file=sys.stderr)
     _prepare_output(args.output, overwrite=args.overwrite)
     staging = FileSystems.join(args.output, STAGING_DIR)
 
@@ -101,6 +105,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
             append_eos=args.append_eos,
             eos_token=args.eos_token,
             tokenizer_sha256=tokenizer_sha256,
+            use_tiktoken=fast is not None,
+            tiktoken_proven=True,
         )
         _ = rows | "WriteShards" >> WriteTokenShards(
             staging, tokenizer_sha256, vocab_size, num_shards=args.num_shards, eos_token_id=eos_id
@@ -138,8 +144,8 @@ def _absolute(path: str) -> str:
     return path if "://" in path else os.path.abspath(path)
 
 
-def _check_arguments(args: argparse.Namespace) -> tuple[str, int, int | None]:
-    """Fails before the job on any user mistake; returns (tokenizer SHA-256, vocab size, EOS ID)."""
+def _check_arguments(args: argparse.Namespace) -> tuple[Tokenizer, int | None]:
+    """Fails before the job on any user mistake; returns (tokenizer, EOS ID)."""
     if args.format not in FORMATS:
         raise UserError(f"unknown --format {args.format!r} (choose from {', '.join(FORMATS)})")
     if args.num_shards < 0:
@@ -168,7 +174,7 @@ def _check_arguments(args: argparse.Namespace) -> tuple[str, int, int | None]:
             f"{args.output} already holds token shards of a complete run ({STATS_FILE}); "
             "pass --overwrite to replace them, or choose another --output"
         )
-    return tokenizer.sha256, tokenizer.vocab_size, eos_id
+    return tokenizer, eos_id
 
 
 def _exists(path: str) -> bool:

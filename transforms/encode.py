@@ -118,7 +118,7 @@ VERIFICATION_SAMPLE = "".join(
 )
 
 
-def fast_encoder(tokenizer: Tokenizer) -> tuple[Callable[[str], list[int]] | None, str]:
+def fast_encoder(tokenizer: Tokenizer, proven: bool = False) -> tuple[Callable[[str], list[int]] | None, str]:
     """tiktoken's ``encode_ordinary`` for this tokenizer, if it provably gives our IDs.
 
     Both encoders return a piece that is a whole token as that token. Otherwise
@@ -131,6 +131,11 @@ def fast_encoder(tokenizer: Tokenizer) -> tuple[Callable[[str], list[int]] | Non
     the preset patterns (tiktoken's own) qualify, and a sample text is encoded
     both ways as a last check of the two regex engines.
 
+    Args:
+      tokenizer: the tokenizer at hand.
+      proven: ``_rank_mismatch`` already found nothing for this very tokenizer
+        (same SHA-256), e.g. in the driver; skip it here. The sample check stays.
+
     Returns:
       (encode function or None, a one-line reason for the choice).
     """
@@ -140,7 +145,7 @@ def fast_encoder(tokenizer: Tokenizer) -> tuple[Callable[[str], list[int]] | Non
         import tiktoken  # noqa: F401  (an optional accelerator, not a dependency)
     except ImportError:
         return None, "tiktoken is not installed"
-    mismatch = _rank_mismatch(tokenizer)
+    mismatch = None if proven else _rank_mismatch(tokenizer)
     if mismatch:
         return None, mismatch
     try:
@@ -236,12 +241,14 @@ class _EncodeBatchFn(beam.DoFn):
         eos_token: str | None,
         append_eos: bool,
         use_tiktoken: bool,
+        tiktoken_proven: bool = False,
     ):
         self._tokenizer_path = tokenizer_path
         self._tokenizer_sha256 = tokenizer_sha256
         self._eos_token = eos_token
         self._append_eos = append_eos
         self._use_tiktoken = use_tiktoken
+        self._tiktoken_proven = tiktoken_proven
         self._documents = beam.metrics.Metrics.counter(NAMESPACE, "documents")
         self._tokens = beam.metrics.Metrics.counter(NAMESPACE, "tokens")
         self._input_bytes = beam.metrics.Metrics.counter(NAMESPACE, "input_bytes")
@@ -258,7 +265,7 @@ class _EncodeBatchFn(beam.DoFn):
         self._eos = [eos_token_id(tokenizer, self._eos_token)] if self._append_eos else []
         self._fast = None
         if self._use_tiktoken:
-            self._fast, reason = fast_encoder(tokenizer)
+            self._fast, reason = fast_encoder(tokenizer, proven=self._tiktoken_proven)
             logging.info("beam-bpe encode: %s", reason)
 
     def process(self, documents):
@@ -303,6 +310,8 @@ class EncodeDocuments(beam.PTransform):
       tokenizer_sha256: the SHA-256 the driver saw; workers fail if theirs differs.
       use_tiktoken: let tiktoken's Rust core encode valid UTF-8 documents when it is
         verified to give identical IDs (see ``fast_encoder``).
+      tiktoken_proven: the driver already proved it for the tokenizer with
+        ``tokenizer_sha256`` (which workers check), so each worker need not.
     """
 
     tokenizer_path: str
@@ -311,6 +320,7 @@ class EncodeDocuments(beam.PTransform):
     batch_size: int = 64
     tokenizer_sha256: str | None = None
     use_tiktoken: bool = True
+    tiktoken_proven: bool = False
 
     def __post_init__(self):
         super().__init__()
@@ -328,6 +338,7 @@ class EncodeDocuments(beam.PTransform):
                     self.eos_token,
                     self.append_eos,
                     self.use_tiktoken,
+                    self.tiktoken_proven and self.tokenizer_sha256 is not None,
                 )
             )
         )
