@@ -151,40 +151,11 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         table_id = _fingerprint(table_path)
     else:
         table_path = stats["word_counts"]
-        count_settings = _count_settings(args, files)
-        marker = _complete_count(output, table_path, count_settings) if args.resume else None
-        if marker is not None:
+        table_id = _count_phase(args, files, output, options, stats)
+        if stats["dead_letters"] and args.strict:
+            _report_dead_letters(_read_dead_letters(output), output, file=sys.stderr)
             print(
-                f"beam-bpe train: the count phase is complete ({FileSystems.join(output, COUNT_MARKER_FILE)}); "
-                "not counting again",
-                file=sys.stderr,
-            )
-            counted = dict(marker["stats"])
-            stats["seconds"]["count"] = counted.pop("seconds")
-            stats.update(counted)
-            table_id = marker["table"]
-        else:
-            # Until this count is complete, the table of an earlier one is not.
-            marker_path = FileSystems.join(output, COUNT_MARKER_FILE)
-            if FileSystems.exists(marker_path):
-                FileSystems.delete([marker_path])
-            stats["runner"] = describe_runner(options)
-            count_started = time.monotonic()
-            counters = run_count_job(args, output, options)
-            stats["seconds"]["count"] = round(time.monotonic() - count_started, 3)
-            stats["documents"] = counters.get(("CountPreTokens", "documents"))
-            stats["bytes"] = counters.get(("CountPreTokens", "bytes"))
-            stats["pieces"] = counters.get(("CountPreTokens", "pieces"))
-            stats["unique_pieces"] = counters.get(("CountPreTokens", "unique_pieces"))
-            table_id = _fingerprint(table_path)
-            _write_count_marker(output, table_id, count_settings, stats)
-        # The files are the source of truth; counters are for reporting only.
-        dead_letters = _read_dead_letters(output)
-        stats["dead_letters"] = len(dead_letters)
-        if dead_letters and args.strict:
-            _report_dead_letters(dead_letters, output, file=sys.stderr)
-            print(
-                f"beam-bpe train: error: {len(dead_letters)} input record(s) could not be read (--strict); "
+                f"beam-bpe train: error: {stats['dead_letters']} input record(s) could not be read (--strict); "
                 f"not training. Word counts so far: {stats['word_counts']}",
                 file=sys.stderr,
             )
@@ -238,6 +209,40 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if stats["dead_letters"]:
         _report_dead_letters(_read_dead_letters(output), output, file=sys.stdout)
     return 0
+
+
+def _count_phase(args: argparse.Namespace, files: list[str], output: str, options, stats: dict) -> dict:
+    """Phase 1: counts the corpus into OUT/word_counts.parquet, unless --resume finds
+    that count complete. Fills ``stats``; returns the table's fingerprint."""
+    table_path = stats["word_counts"]
+    count_settings = _count_settings(args, files)
+    marker = _complete_count(output, table_path, count_settings) if args.resume else None
+    if marker is not None:
+        print(
+            f"beam-bpe train: the count phase is complete ({FileSystems.join(output, COUNT_MARKER_FILE)}); "
+            "not counting again",
+            file=sys.stderr,
+        )
+        counted = dict(marker["stats"])
+        stats["seconds"]["count"] = counted.pop("seconds")
+        stats.update(counted)
+        table_id = marker["table"]
+    else:
+        # Until this count is complete, the table of an earlier one is not.
+        marker_path = FileSystems.join(output, COUNT_MARKER_FILE)
+        if FileSystems.exists(marker_path):
+            FileSystems.delete([marker_path])
+        stats["runner"] = describe_runner(options)
+        count_started = time.monotonic()
+        counters = run_count_job(args, output, options)
+        stats["seconds"]["count"] = round(time.monotonic() - count_started, 3)
+        for name in ("documents", "bytes", "pieces", "unique_pieces"):
+            stats[name] = counters.get(("CountPreTokens", name))
+        table_id = _fingerprint(table_path)
+        _write_count_marker(output, table_id, count_settings, stats)
+    # The files are the source of truth; counters are for reporting only.
+    stats["dead_letters"] = len(_read_dead_letters(output))
+    return table_id
 
 
 # --- Resuming: the count marker, the merge checkpoint, signals -------------------
