@@ -110,7 +110,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="flag values from YAML (keys = flag names with underscores, "
                         "beam_options = Beam flags); command-line flags win; repeatable")
     parser.add_argument("--strict", action="store_true", default=None,
-                        help="fail (exit 1) if any input record could not be read")
+                        help="fail (exit 2) if any input record could not be read")
     parser.add_argument("--no-progress", action="store_true", default=None, help="no progress bar")
     parser.add_argument("--resume", action="store_true", default=None,
                         help=f"continue an interrupted run in --output: skip a complete count phase "
