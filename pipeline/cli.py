@@ -1,4 +1,4 @@
-"""The ``beam-bpe`` command line: ``train``, ``encode`` and ``decode``.
+"""beam-bpe: train byte-level BPE tokenizers, encode corpora to token shards, decode them.
 
 Flags we do not know are Beam's own pipeline options (``--runner``,
 ``--direct_num_workers``, ...) and are passed through to Beam unchanged.
