@@ -6,25 +6,20 @@ import select
 import subprocess
 import sys
 import time
-from collections import Counter
 
 import pytest
 
 import bpe
-from bpe.pretokenize import PreTokenizer
 from pipeline import cli
 from tests.real_text import multilingual
+from tests.test_encode import train_small
 
 BEAM_BPE = [sys.executable, "-m", "pipeline.cli", "decode"]
 
 
 @pytest.fixture(scope="module")
 def tokenizer(tmp_path_factory):
-    counts = Counter()
-    pre = PreTokenizer("gpt2")
-    for doc in multilingual(1):
-        counts.update(pre.split(doc))
-    tok = bpe.train(counts, vocab_size=500, special_tokens=("<|endoftext|>",))
+    tok = train_small(multilingual(1), vocab_size=500)
     path = tok.save(str(tmp_path_factory.mktemp("tok")))
     return bpe.Tokenizer.load(path), path
 

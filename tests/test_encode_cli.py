@@ -3,7 +3,6 @@
 import gzip
 import json
 import pathlib
-from collections import Counter
 
 import duckdb
 import pyarrow as pa
@@ -12,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import bpe
-from bpe.pretokenize import PreTokenizer
 from pipeline import cli
 from tests.real_text import multilingual
+from tests.test_encode import train_small
 from transforms.shards import EOS_KEY, SHA256_KEY
 
 IN_MEMORY = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
@@ -23,11 +22,7 @@ EOS = "<|endoftext|>"
 
 @pytest.fixture(scope="module")
 def tokenizer(tmp_path_factory):
-    counts = Counter()
-    pre = PreTokenizer("gpt2")
-    for doc in multilingual(2):
-        counts.update(pre.split(doc))
-    tok = bpe.train(counts, vocab_size=600, special_tokens=(EOS, "<|pad|>"))
+    tok = train_small(multilingual(2), vocab_size=600, special_tokens=(EOS, "<|pad|>"))
     path = tok.save(str(tmp_path_factory.mktemp("tok")))
     return bpe.Tokenizer.load(path), path
 
