@@ -40,10 +40,6 @@ class PieceEncoder:
             self.ranks.setdefault(tuple(pair), rank)
         self._cache = _PieceCache(self, cache_size)
 
-    @property
-    def cache_size(self) -> int:
-        return self._cache.limit
-
     def encode_pieces(self, pieces: Iterable[str], errors: str = "strict") -> list[int]:
         """Encodes pieces (str, as split by the pre-tokenizer) and concatenates the IDs.
 

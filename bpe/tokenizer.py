@@ -104,9 +104,6 @@ class Tokenizer:
                 ids.extend(self._encoder.encode_pieces(self.pre_tokenizer.split(segment), errors))
         return ids
 
-    def encode_batch(self, texts: Iterable[str | bytes]) -> list[list[int]]:
-        return [self.encode(text) for text in texts]
-
     # -- decoding -------------------------------------------------------------
 
     def token_bytes(self, token_id: int) -> bytes:
@@ -120,9 +117,9 @@ class Tokenizer:
         """IDs to text; invalid UTF-8 becomes U+FFFD, or raises with errors="strict"."""
         return self._decoder.decode(ids, errors)
 
-    def stream_decoder(self, skip_special_tokens: bool = False) -> StreamDecoder:
-        """A decoder for IDs that arrive one at a time (``step``, ``flush``, ``prefill``)."""
-        return self._decoder.stream(skip_special_tokens)
+    def stream_decoder(self, skip_special_tokens: bool = False, errors: str = "replace") -> StreamDecoder:
+        """A decoder for IDs that arrive one at a time (``step``, ``feed``, ``flush``, ``prefill``)."""
+        return self._decoder.stream(skip_special_tokens, errors)
 
     # -- files ----------------------------------------------------------------
 

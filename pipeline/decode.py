@@ -165,21 +165,6 @@ class _StreamState:
         self.bytes = start + data_len
 
 
-def _incomplete_tail(data: bytes) -> int:
-    """The length of a trailing incomplete (but so far valid) UTF-8 sequence, else 0."""
-    for k in range(1, min(3, len(data)) + 1):
-        byte = data[-k]
-        if byte & 0xC0 == 0x80:
-            continue  # a continuation byte: look further back for the lead
-        try:
-            data[-k:].decode("utf-8")
-        except UnicodeDecodeError as e:
-            if e.start == 0 and e.reason == "unexpected end of data":
-                return k
-        return 0
-    return 0
-
-
 def decode_stream(tokenizer: Tokenizer, fd: int, out: BinaryIO, strict: bool = False) -> None:
     """Decodes whitespace-separated IDs read from file descriptor ``fd`` into ``out``.
 
@@ -188,11 +173,11 @@ def decode_stream(tokenizer: Tokenizer, fd: int, out: BinaryIO, strict: bool = F
         (strict) invalid or incomplete UTF-8; text before it has been written.
     """
     vocab_size = tokenizer.vocab_size
-    table = [tokenizer.token_bytes(i) for i in range(vocab_size)]
-    errors = "strict" if strict else "replace"
+    table = [tokenizer.token_bytes(i) for i in range(vocab_size)]  # to find token positions
+    decoder = tokenizer.stream_decoder(errors="strict" if strict else "replace")
     state = _StreamState()
+    written = 0  # bytes written; with --strict exactly the stream's bytes so far
     carry = b""  # digits of an ID that may continue in the next read
-    held = b""  # bytes of an incomplete character
     while True:
         chunk = os.read(fd, READ_SIZE)
         final = not chunk
@@ -202,30 +187,34 @@ def decode_stream(tokenizer: Tokenizer, fd: int, out: BinaryIO, strict: bool = F
         if not final and parts and not buf[-1:].isspace():
             carry = parts.pop()
         ids, problem = _parse_ids(parts, vocab_size)
-        data = held + b"".join(map(table.__getitem__, ids))
-        # At the end an incomplete tail is decoded (U+FFFD, or an error if strict);
-        # before a bad token it is simply not written: the stream did not end.
-        keep = 0 if final else _incomplete_tail(data)
-        text_bytes = data[: len(data) - keep]
         try:
-            text = text_bytes.decode("utf-8", errors)
+            # The stream decoder holds back an incomplete character; at the end
+            # it becomes U+FFFD, or an error with --strict.
+            written += _write(out, decoder.feed(ids).encode("utf-8"))
+            state.advance(ids, sum(len(table[i]) for i in ids), table)
+            ids = []  # all decoded: a failure from here on is in the held-back tail
+            if final:
+                written += _write(out, decoder.flush().encode("utf-8"))
         except UnicodeDecodeError as e:
-            out.write(text_bytes[: e.start])
-            out.flush()
-            position = state.position_of_byte(state.bytes - len(held) + e.start, ids, table)
+            valid = e.object[: e.start]  # decodable bytes before the error, not yet written
+            _write(out, valid)
+            position = state.position_of_byte(written + len(valid), ids, table)
             what = "incomplete" if e.reason == "unexpected end of data" else "invalid"
             raise UserError(f"{what} UTF-8 in the bytes of the token at position {position} (--strict)") from None
-        if text:
-            out.write(text.encode("utf-8") if not strict else text_bytes)
-            out.flush()
-        state.advance(ids, len(data) - len(held), table)
-        held = data[len(data) - keep :]
         if problem:
             raise UserError(_token_error(problem, state.tokens, vocab_size))
         if len(carry) > MAX_ID_DIGITS:
             raise UserError(_token_error(carry, state.tokens, vocab_size))
         if final:
             return
+
+
+def _write(out: BinaryIO, data: bytes) -> int:
+    """Writes and flushes at once (a reader is waiting); returns the bytes written."""
+    if data:
+        out.write(data)
+        out.flush()
+    return len(data)
 
 
 def _parse_ids(parts: list[bytes], vocab_size: int) -> tuple[list[int], bytes | None]:

@@ -123,6 +123,16 @@ def test_incomplete_tail_becomes_replacement_or_strict_error(tokenizer, capfdbin
     assert b"position 2" in captured.err and b"incomplete UTF-8" in captured.err
 
 
+def test_strict_names_an_invalid_byte_mid_stream(tokenizer, capfdbinary, run_stream):
+    _, path = tokenizer
+    assert run_stream(path, b"104 255 105") == 0
+    assert capfdbinary.readouterr().out == "h\ufffdi".encode()
+    assert run_stream(path, b"104 255 105", "--strict") == 2
+    captured = capfdbinary.readouterr()
+    assert captured.out == b"h"
+    assert b"invalid UTF-8 in the bytes of the token at position 1" in captured.err
+
+
 @pytest.mark.parametrize(
     "data, before, message",
     [

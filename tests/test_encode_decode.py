@@ -148,6 +148,35 @@ def test_stream_output_equals_one_shot_decode(ids):
     assert all("\ufffd" not in p or "\ufffd" in out for p in pieces)
 
 
+@PROPERTY
+@given(ids=st.lists(st.integers(0, 260), max_size=60), cut=st.integers(0, 60))
+def test_feeding_many_ids_equals_stepping(ids, cut):
+    tok = multibyte_tokenizer()
+    stepped, fed = tok.stream_decoder(), tok.stream_decoder()
+    expected = [stepped.step(i) for i in ids]
+    # Two feeds split anywhere give exactly what the steps gave up to each split.
+    assert fed.feed(ids[:cut]) == "".join(expected[:cut])
+    assert fed.feed(ids[cut:]) == "".join(expected[cut:])
+    assert fed.flush() == stepped.flush()
+
+
+def test_strict_stream_raises_with_the_valid_bytes_before_the_error():
+    tok = Tokenizer([])
+    dec = tok.stream_decoder(errors="strict")
+    assert dec.feed(list("ab".encode()) + [0xE4, 0xB8]) == "ab"  # an incomplete tail is held
+    with pytest.raises(UnicodeDecodeError) as info:
+        dec.feed([0xAD, ord("c"), 0xFF, ord("d")])
+    assert info.value.object[: info.value.start] == "中c".encode()
+    dec = tok.stream_decoder(errors="strict")
+    with pytest.raises(UnicodeDecodeError) as info:
+        dec.feed([ord("x"), 0xED, 0xA0])  # an encoded surrogate: invalid at once
+    assert info.value.object[: info.value.start] == b"x"
+    dec = tok.stream_decoder(errors="strict")
+    assert dec.feed([0xE4]) == ""
+    with pytest.raises(UnicodeDecodeError, match="unexpected end of data"):
+        dec.flush()
+
+
 def test_stream_holds_back_and_emits_replacement_as_soon_as_known():
     tok = Tokenizer([])
     dec = tok.stream_decoder()
