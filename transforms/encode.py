@@ -15,7 +15,6 @@ differently).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 from typing import Callable, NamedTuple
 
@@ -68,10 +67,8 @@ def read_tokenizer(path: str) -> Tokenizer:
     except Exception as e:  # FileSystems wraps OS and cloud errors in several types
         reason = "not found" if not _exists(file_path) else f"cannot be read ({type(e).__name__})"
         raise TokenizerFileError(f"tokenizer file {file_path} {reason}") from None
-    # Parse the very bytes we hashed, so the checksum always describes what was loaded.
-    tokenizer = Tokenizer.from_json(data, source=file_path)
-    tokenizer.sha256 = hashlib.sha256(data).hexdigest()
-    return tokenizer
+    # from_json hashes the very bytes it parses: the checksum describes what was loaded.
+    return Tokenizer.from_json(data, source=file_path)
 
 
 def _exists(path: str) -> bool:
