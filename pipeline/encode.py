@@ -43,7 +43,7 @@ from bpe.tokenizer import Tokenizer, TokenizerFileError
 from pipeline.errors import UserError
 from pipeline.runners import describe_runner, pipeline_options
 from transforms.dead_letters import WriteDeadLetters
-from transforms.encode import EncodeDocuments, eos_token_id, fast_encoder, read_tokenizer
+from transforms.encode import EncodeDocuments, eos_token_id, exists, fast_encoder, read_tokenizer
 from transforms.read import FORMATS, ReadDocuments, match_inputs
 from transforms.shards import SHA256_KEY, SHARD_GLOB, WriteTokenShards
 
@@ -168,20 +168,13 @@ def _check_arguments(args: argparse.Namespace) -> tuple[Tokenizer, int | None]:
         raise UserError(str(e)) from None
     if "://" not in args.output and os.path.exists(args.output) and not os.path.isdir(args.output):
         raise UserError(f"--output {args.output} exists and is not a directory")
-    if _exists(FileSystems.join(args.output, STATS_FILE)) and not args.overwrite:
+    if exists(FileSystems.join(args.output, STATS_FILE)) and not args.overwrite:
         # New shards could have a different count (part-*-of-N) and mix with old ones.
         raise UserError(
             f"{args.output} already holds token shards of a complete run ({STATS_FILE}); "
             "pass --overwrite to replace them, or choose another --output"
         )
     return tokenizer, eos_id
-
-
-def _exists(path: str) -> bool:
-    try:
-        return FileSystems.exists(path)
-    except Exception:  # a remote filesystem that cannot answer: as if absent
-        return False
 
 
 def _matching(output_dir: str, names: Sequence[str]) -> list[str]:
@@ -217,7 +210,7 @@ def _prepare_output(output_dir: str, overwrite: bool) -> None:
     shards, and old ones must never mix with new ones). With stats.json (only
     reached with --overwrite) the old result is kept until the new one replaces it.
     """
-    complete = _exists(FileSystems.join(output_dir, STATS_FILE))
+    complete = exists(FileSystems.join(output_dir, STATS_FILE))
     names = SCRATCH_NAMES if complete else SCRATCH_NAMES + RESULT_NAMES
     leftovers = _matching(output_dir, names)
     if leftovers:

@@ -46,12 +46,7 @@ def tokenizer_file(path: str) -> str:
     if path.endswith(".json"):
         return path
     inside = FileSystems.join(path, FILE_NAME)
-    try:
-        if FileSystems.exists(inside):
-            return inside
-    except Exception:  # a remote filesystem that cannot answer: try the path as given
-        pass
-    return path
+    return inside if exists(inside) else path
 
 
 def read_tokenizer(path: str) -> Tokenizer:
@@ -65,13 +60,14 @@ def read_tokenizer(path: str) -> Tokenizer:
         with FileSystems.open(file_path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
             data = f.read()
     except Exception as e:  # FileSystems wraps OS and cloud errors in several types
-        reason = "not found" if not _exists(file_path) else f"cannot be read ({type(e).__name__})"
+        reason = "not found" if not exists(file_path) else f"cannot be read ({type(e).__name__})"
         raise TokenizerFileError(f"tokenizer file {file_path} {reason}") from None
     # from_json hashes the very bytes it parses: the checksum describes what was loaded.
     return Tokenizer.from_json(data, source=file_path)
 
 
-def _exists(path: str) -> bool:
+def exists(path: str) -> bool:
+    """Whether a path exists on any Beam filesystem; one that cannot answer says no."""
     try:
         return FileSystems.exists(path)
     except Exception:
