@@ -105,6 +105,16 @@ def peak_kib() -> int:
     return _status_kib("VmHWM")
 
 
+def measured(baseline_kib: int, start: float) -> dict:
+    """What every child reports: memory before and at peak, and the seconds since ``start``."""
+    return {
+        "baseline_kib": baseline_kib,
+        "peak_kib": peak_kib(),
+        "ru_maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "seconds": time.perf_counter() - start,
+    }
+
+
 # -- the measurements, each run in a child process ----------------------------------
 
 
@@ -134,13 +144,10 @@ def child_encode(mb: float, cache_size: int | None) -> dict:
     for doc in docs:
         tokens += len(tok.encode(doc))
     return {
-        "baseline_kib": baseline,
-        "peak_kib": peak_kib(),
-        "ru_maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-        "seconds": time.perf_counter() - start,
+        **measured(baseline, start),
         "tokens": tokens,
         "cache_entries": len(tok._encoder._cache),
-        "cache_limit": tok._encoder.cache_size,
+        "cache_limit": tok._encoder._cache.limit,
     }
 
 
@@ -160,10 +167,7 @@ def child_count(mb: float, max_batch_pieces: int, doc_bytes: int) -> dict:
         flushes += 1
         rows += len(partition)
     return {
-        "baseline_kib": baseline,
-        "peak_kib": peak_kib(),
-        "ru_maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-        "seconds": time.perf_counter() - start,
+        **measured(baseline, start),
         "partitions_emitted": flushes,
         "rows_emitted": rows,
     }
@@ -241,10 +245,7 @@ def child_train(n: int, num_merges: int, side: str) -> dict:
         tokenizer.train_from_iterator(texts, trainer)
         merges = tokenizer.get_vocab_size() - 256
     return {
-        "baseline_kib": baseline,
-        "peak_kib": peak_kib(),
-        "ru_maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-        "seconds": time.perf_counter() - start,
+        **measured(baseline, start),
         "merges": merges,
         "real_pieces": real,
     }
