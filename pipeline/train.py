@@ -51,6 +51,7 @@ from pipeline.errors import UserError
 from pipeline.runners import committed_counters, describe_runner, pipeline_options
 from transforms.count import CountPreTokenTables
 from transforms.dead_letters import WriteDeadLetters
+from transforms.parquet import WriteParquetTables
 from transforms.read import FORMATS, ReadDocuments, match_inputs
 
 WORD_COUNTS_FILE = "word_counts.parquet"
@@ -558,7 +559,7 @@ def run_count_job(args: argparse.Namespace, output: str, options) -> dict[tuple[
         | "ToArrow" >> beam.Map(_word_count_table)
         # One file with exactly this name: one shard, no shard numbers in the
         # name, written by Beam's sink (temp file + rename) on any runner.
-        | "WriteWordCounts" >> beam.io.WriteToParquetBatched(
+        | "WriteWordCounts" >> WriteParquetTables(
             FileSystems.join(output, "word_counts"),
             WORD_COUNTS_SCHEMA,
             file_name_suffix=".parquet",

@@ -17,7 +17,7 @@ from tests.real_text import multilingual
 from transforms.decode import DecodeShards
 from transforms.encode import EncodeDocuments, TokenRow, fast_encoder, read_tokenizer
 from transforms.read import Document
-from transforms.shards import EOS_KEY, SHA256_KEY, VOCAB_SIZE_KEY, WriteTokenShards, shard_schema
+from transforms.shards import EOS_KEY, SHA256_KEY, VOCAB_SIZE_KEY, WriteTokenShards, rows_to_table, shard_schema
 
 IN_MEMORY = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
 
@@ -173,6 +173,13 @@ def test_write_shards_then_decode_shards_round_trip(tmp_path, tokenizer_dir, tex
     assert [s.rsplit("/", 1)[1] for s in shards] == ["part-00000-of-00002.parquet", "part-00001-of-00002.parquet"]
     assert pq.read_schema(shards[0]).metadata[EOS_KEY] == str(eos).encode()
     assert pq.ParquetFile(shards[0]).metadata.row_group(0).column(1).compression == "ZSTD"
+    # Token IDs and unique ids are written plain: a dictionary would be built and thrown away.
+    for shard in shards:
+        metadata = pq.ParquetFile(shard).metadata
+        for rg in range(metadata.num_row_groups):
+            for column in range(metadata.num_columns):
+                encodings = metadata.row_group(rg).column(column).encodings
+                assert not any("DICTIONARY" in e for e in encodings), encodings
     expected = [(d.doc_id if d.doc_id is not None else f"{d.file}:{d.record}", d.data) for d in docs]
     with TestPipeline(argv=IN_MEMORY) as p:
         decoded = (
@@ -188,3 +195,22 @@ def test_shard_schema():
     assert schema.names == ["id", "tokens"]
     assert schema.field("id").type == pa.string()
     assert EOS_KEY not in schema.metadata
+
+
+@pytest.mark.parametrize("vocab_size", [1000, 70000])
+def test_rows_to_table_equals_arrow_from_lists(vocab_size):
+    schema = shard_schema("ab" * 32, vocab_size)
+    rng = random.Random(vocab_size)
+    rows = [(f"f:{i}", [rng.randrange(vocab_size) for _ in range(rng.randrange(0, 50))]) for i in range(200)]
+    rows.append(("last", [vocab_size - 1, 0]))
+    table = rows_to_table(rows, schema)
+    assert table.schema == schema
+    assert table.column("id").to_pylist() == [r[0] for r in rows]
+    assert table.column("tokens").to_pylist() == [r[1] for r in rows]
+    assert table.column("tokens").combine_chunks().equals(pa.array([r[1] for r in rows], schema.field("tokens").type))
+
+
+@pytest.mark.parametrize("bad", [-1, 1 << 16])
+def test_rows_to_table_rejects_ids_outside_the_column_type(bad):
+    with pytest.raises(ValueError, match="do not fit uint16"):
+        rows_to_table([("a", [1, bad])], shard_schema("ab" * 32, 1000))

@@ -25,6 +25,7 @@ from apache_beam.io.filesystems import FileSystems
 from bpe.pretokenize import PRESETS
 from bpe.encoder import PieceEncoder
 from bpe.tokenizer import FILE_NAME, Tokenizer, TokenizerFileError
+from transforms.coders import SizedPickleCoder
 
 NAMESPACE = "beam_bpe.encode"
 
@@ -39,6 +40,18 @@ class TokenRow(NamedTuple):
 
     id: str
     tokens: list[int]
+
+
+class TokenRowCoder(SizedPickleCoder):
+    """Token rows; size: two bytes a token (as in the shards) and the id."""
+
+    value_type = TokenRow
+
+    def estimate_size(self, row: TokenRow) -> int:
+        return 2 * len(row.tokens) + len(row.id)
+
+
+beam.coders.registry.register_coder(TokenRow, TokenRowCoder)
 
 
 def tokenizer_file(path: str) -> str:
@@ -333,5 +346,5 @@ class EncodeDocuments(beam.PTransform):
                     self.use_tiktoken,
                     self.tiktoken_proven and self.tokenizer_sha256 is not None,
                 )
-            )
+            ).with_output_types(TokenRow)
         )

@@ -42,6 +42,8 @@ import zstandard
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from transforms.coders import SizedPickleCoder
+
 __all__ = [
     "Document", "DeadLetter", "ReadDocuments", "match_inputs", "FORMATS",
     "detect_format", "detect_compression",
@@ -101,6 +103,18 @@ class Document(NamedTuple):
     record: int
     data: bytes
     doc_id: str | None = None
+
+
+class DocumentCoder(SizedPickleCoder):
+    """Documents; size: their bytes and file name, plus a little."""
+
+    value_type = Document
+
+    def estimate_size(self, doc: Document) -> int:
+        return len(doc.data) + len(doc.file) + 16
+
+
+beam.coders.registry.register_coder(Document, DocumentCoder)
 
 
 class DeadLetter(NamedTuple):
@@ -674,7 +688,7 @@ class ReadDocuments(beam.PTransform):
             | "OncePerFile" >> beam.Map(lambda kv: next(iter(kv[1])))
             | "PlanReads" >> beam.ParDo(_PlanReadsFn(self.text_field, self.split_bytes))
             | "SpreadReads" >> beam.Reshuffle()
-            | "ReadFiles" >> beam.ParDo(_ReadFn(self.text_field, self.id_field)).with_outputs(
-                "dead_letters", main="documents"
-            )
+            | "ReadFiles" >> beam.ParDo(_ReadFn(self.text_field, self.id_field))
+            .with_output_types(Document)
+            .with_outputs("dead_letters", main="documents")
         )
