@@ -39,11 +39,12 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from bpe.tiktoken_core import fast_encoder
 from bpe.tokenizer import Tokenizer, TokenizerFileError
 from pipeline.errors import UserError
 from pipeline.runners import describe_runner, pipeline_options
 from transforms.dead_letters import WriteDeadLetters
-from transforms.encode import EncodeDocuments, eos_token_id, exists, fast_encoder, read_tokenizer
+from transforms.encode import EncodeDocuments, eos_token_id, exists, read_tokenizer
 from transforms.read import FORMATS, ReadDocuments, match_inputs
 from transforms.shards import SHA256_KEY, SHARD_GLOB, WriteTokenShards
 

@@ -15,7 +15,8 @@ import bpe
 from bpe.pretokenize import PreTokenizer
 from tests.real_text import multilingual
 from transforms.decode import DecodeShards
-from transforms.encode import EncodeDocuments, TokenRow, fast_encoder, read_tokenizer
+from bpe.tiktoken_core import fast_encoder
+from transforms.encode import EncodeDocuments, TokenRow, read_tokenizer
 from transforms.read import Document
 from transforms.shards import EOS_KEY, SHA256_KEY, VOCAB_SIZE_KEY, WriteTokenShards, rows_to_table, shard_schema
 
