@@ -46,7 +46,7 @@ from pipeline.runners import describe_runner, pipeline_options
 from transforms.dead_letters import WriteDeadLetters
 from transforms.encode import EncodeDocuments, eos_token_id, exists, read_tokenizer
 from transforms.read import FORMATS, ReadDocuments, match_inputs
-from transforms.shards import SHA256_KEY, SHARD_GLOB, WriteTokenShards
+from transforms.shards import INPUT_BYTES_KEY, SHA256_KEY, SHARD_GLOB, WriteTokenShards
 
 STATS_FILE = "stats.json"  # written last: the completion marker
 STATS_TMP = ".stats.json.tmp"
@@ -55,7 +55,7 @@ DEAD_LETTERS_DIR = "dead_letters"
 DEAD_LETTER_GLOB = "dead_letters-*-of-*.jsonl"
 # The result besides stats.json, and scratch files: names a run may leave in DIR.
 RESULT_NAMES = (SHARD_GLOB, DEAD_LETTERS_DIR)
-SCRATCH_NAMES = (STAGING_DIR, "beam-temp-*", "_input_bytes*", STATS_TMP)
+SCRATCH_NAMES = (STAGING_DIR, "beam-temp-*", STATS_TMP)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -113,17 +113,6 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
             staging, tokenizer_sha256, vocab_size, num_shards=args.num_shards, eos_token_id=eos_id
         )
         _ = read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(staging)
-        # Input bytes cannot be recovered from the shards, so they are summed in
-        # the job and written through a file sink (exactly once, unlike metrics).
-        _ = (
-            read.documents
-            | "InputBytes" >> beam.Map(lambda doc: len(doc.data))
-            | "SumInputBytes" >> beam.CombineGlobally(sum)
-            | "InputBytesJson" >> beam.Map(lambda n: json.dumps({"input_bytes": n}))
-            | "WriteInputBytes" >> beam.io.WriteToText(
-                FileSystems.join(staging, "_input_bytes"), shard_name_template=""
-            )
-        )
 
     stats = collect_stats(staging, tokenizer_sha256)
     _publish(staging, args.output, stats)
@@ -244,7 +233,7 @@ def _publish(staging: str, output_dir: str, stats: dict) -> None:
 def collect_stats(output_dir: str, tokenizer_sha256: str) -> dict:
     """stats.json's content, read back from the shards' footers and the dead-letter files."""
     shards = sorted(m.path for m in FileSystems.match([FileSystems.join(output_dir, SHARD_GLOB)])[0].metadata_list)
-    documents = tokens = 0
+    documents = tokens = input_bytes = 0
     for path in shards:
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
             parquet = pq.ParquetFile(f)
@@ -252,12 +241,14 @@ def collect_stats(output_dir: str, tokenizer_sha256: str) -> dict:
                 raise RuntimeError(f"{path} was not written with tokenizer {tokenizer_sha256}")
             documents += parquet.metadata.num_rows
             tokens += _token_count(parquet)
+            # Written by the shard sink itself (see transforms.shards), so it is
+            # exact even when bundles were retried.
+            input_bytes += int(parquet.metadata.metadata.get(INPUT_BYTES_KEY, 0))
     dead_letters = 0
     dead_dir = FileSystems.join(output_dir, DEAD_LETTERS_DIR, DEAD_LETTER_GLOB)
     for m in FileSystems.match([dead_dir])[0].metadata_list:
         with FileSystems.open(m.path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
             dead_letters += sum(1 for line in f if line.strip())
-    input_bytes = _read_input_bytes(output_dir)
     return {
         "documents": documents,
         "tokens": tokens,
@@ -286,14 +277,6 @@ def _token_count(parquet: pq.ParquetFile) -> int:
             )
         total += stats.num_values
     return total
-
-
-def _read_input_bytes(output_dir: str) -> int:
-    path = FileSystems.join(output_dir, "_input_bytes")
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        lines = [line for line in f.read().decode().splitlines() if line.strip()]
-    FileSystems.delete([path])
-    return sum(json.loads(line)["input_bytes"] for line in lines)
 
 
 def write_stats(output_dir: str, stats: dict) -> None:

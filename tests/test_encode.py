@@ -18,7 +18,7 @@ from transforms.decode import DecodeShards
 from bpe.tiktoken_core import fast_encoder
 from transforms.encode import EncodeDocuments, TokenRow, read_tokenizer
 from transforms.read import Document
-from transforms.shards import EOS_KEY, SHA256_KEY, VOCAB_SIZE_KEY, WriteTokenShards, rows_to_table, shard_schema
+from transforms.shards import EOS_KEY, INPUT_BYTES_KEY, SHA256_KEY, VOCAB_SIZE_KEY, WriteTokenShards, rows_to_table, shard_schema
 
 IN_MEMORY = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
 
@@ -61,7 +61,8 @@ def test_encode_documents_gives_tokenizer_ids(tokenizer_dir, texts, use_tiktoken
     docs = documents(texts)
     eos = [tok.special_tokens["<|endoftext|>"]] if append_eos else []
     expected = [
-        TokenRow(d.doc_id if d.doc_id is not None else f"{d.file}:{d.record}", tok.encode(d.data) + eos) for d in docs
+        TokenRow(d.doc_id if d.doc_id is not None else f"{d.file}:{d.record}", tok.encode(d.data) + eos, len(d.data))
+        for d in docs
     ]
     with TestPipeline(argv=IN_MEMORY) as p:
         rows = (
@@ -69,7 +70,10 @@ def test_encode_documents_gives_tokenizer_ids(tokenizer_dir, texts, use_tiktoken
             | beam.Create(docs)
             | EncodeDocuments(tokenizer_dir, append_eos=append_eos, batch_size=4, use_tiktoken=use_tiktoken)
         )
-        assert_that(rows | beam.Map(lambda r: (r.id, tuple(r.tokens))), equal_to([(r.id, tuple(r.tokens)) for r in expected]))
+        assert_that(
+            rows | beam.Map(lambda r: (r.id, tuple(r.tokens), r.input_bytes)),
+            equal_to([(r.id, tuple(r.tokens), r.input_bytes) for r in expected]),
+        )
 
 
 def test_encode_refuses_changed_tokenizer(tokenizer_dir):
@@ -174,6 +178,10 @@ def test_write_shards_then_decode_shards_round_trip(tmp_path, tokenizer_dir, tex
     assert [s.rsplit("/", 1)[1] for s in shards] == ["part-00000-of-00002.parquet", "part-00001-of-00002.parquet"]
     assert pq.read_schema(shards[0]).metadata[EOS_KEY] == str(eos).encode()
     assert pq.ParquetFile(shards[0]).metadata.row_group(0).column(1).compression == "ZSTD"
+    # Each footer holds the input bytes of its rows; together, all documents'.
+    footers = [pq.ParquetFile(shard).metadata.metadata for shard in shards]
+    assert sum(int(f[INPUT_BYTES_KEY]) for f in footers) == sum(len(d.data) for d in docs)
+    assert all(int(f[INPUT_BYTES_KEY]) > 0 for f in footers)
     # Token IDs and unique ids are written plain: a dictionary would be built and thrown away.
     for shard in shards:
         metadata = pq.ParquetFile(shard).metadata

@@ -35,10 +35,12 @@ class TokenRow(NamedTuple):
     Attributes:
       id: the record's id field, or ``<file>:<record number>``.
       tokens: the token IDs (EOS included when appended).
+      input_bytes: the size of the input document in bytes.
     """
 
     id: str
     tokens: list[int]
+    input_bytes: int = 0
 
 
 class TokenRowCoder(SizedPickleCoder):
@@ -162,7 +164,7 @@ class _EncodeBatchFn(beam.DoFn):
             tokens += len(ids)
             input_bytes += len(data)
             row_id = doc.doc_id if doc.doc_id is not None else f"{doc.file}:{doc.record}"
-            yield TokenRow(row_id, ids)
+            yield TokenRow(row_id, ids, len(data))
         self._documents.inc(len(documents))
         self._tokens.inc(tokens)
         self._input_bytes.inc(input_bytes)

@@ -9,6 +9,12 @@ shards, writing without dictionaries is about 4x faster and gives 25% smaller
 files (zstd). Everything else is Beam's ``FileBasedSink``: each bundle writes a
 temporary file that is renamed into place when the job commits, so retried
 bundles never leave duplicates.
+
+A file can also sum what its tables say about themselves: for every key in
+``footer_sums``, the integer each table carries under that key in its schema
+metadata is added up over the tables the file receives, and the total goes
+into the file's footer (Parquet key-value metadata). Token shards record the
+input bytes of their rows that way, so totals need no second pass or side file.
 """
 
 from __future__ import annotations
@@ -23,11 +29,21 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.iobase import Write
 
 
+class _OpenFile:
+    """What the sink keeps per open file: the Parquet writer, the file under it
+    (the writer does not close a file it was given) and the footer totals."""
+
+    def __init__(self, writer: pq.ParquetWriter, file, sum_keys: tuple[bytes, ...]):
+        self.writer = writer
+        self.file = file
+        self.sums = dict.fromkeys(sum_keys, 0)
+
+
 class _ParquetTableSink(FileBasedSink):
     """A file sink whose records are Arrow tables, each one or more row groups."""
 
     def __init__(self, file_path_prefix: str, schema: pa.Schema, codec: str, file_name_suffix: str,
-                 num_shards: int, shard_name_template: str | None):
+                 num_shards: int, shard_name_template: str | None, footer_sums: tuple[str, ...]):
         super().__init__(
             file_path_prefix,
             coder=None,
@@ -40,20 +56,24 @@ class _ParquetTableSink(FileBasedSink):
         )
         self._schema = schema
         self._codec = codec
+        self._sum_keys = tuple(key.encode() for key in footer_sums)
 
-    def open(self, temp_path):
-        # The handle is (Parquet writer, the file under it): the writer does not
-        # close a file it was given, and the sink itself keeps no state.
+    def open(self, temp_path) -> _OpenFile:
         file = super().open(temp_path)
-        return pq.ParquetWriter(file, self._schema, compression=self._codec, use_dictionary=False), file
+        writer = pq.ParquetWriter(file, self._schema, compression=self._codec, use_dictionary=False)
+        return _OpenFile(writer, file, self._sum_keys)
 
-    def write_record(self, handle, table: pa.Table) -> None:
-        handle[0].write_table(table)
+    def write_record(self, handle: _OpenFile, table: pa.Table) -> None:
+        metadata = table.schema.metadata or {}
+        for key in handle.sums:
+            handle.sums[key] += int(metadata.get(key, 0))
+        handle.writer.write_table(table)
 
-    def close(self, handle) -> None:
-        writer, file = handle
-        writer.close()
-        file.close()
+    def close(self, handle: _OpenFile) -> None:
+        if handle.sums:
+            handle.writer.add_key_value_metadata({k.decode(): str(v) for k, v in handle.sums.items()})
+        handle.writer.close()
+        handle.file.close()
 
 
 @dataclasses.dataclass
@@ -68,6 +88,8 @@ class WriteParquetTables(beam.PTransform):
       num_shards: how many files; 0 lets the runner decide.
       shard_name_template: Beam's shard naming ("-SSSSS-of-NNNNN"; "" for exactly
         one file named by the prefix and suffix).
+      footer_sums: schema-metadata keys of the tables whose integer values are
+        summed per file into its footer (see the module docstring).
 
     Returns the PCollection of the final file names.
     """
@@ -78,6 +100,7 @@ class WriteParquetTables(beam.PTransform):
     file_name_suffix: str = ""
     num_shards: int = 0
     shard_name_template: str | None = None
+    footer_sums: tuple[str, ...] = ()
 
     def __post_init__(self):
         super().__init__()
@@ -85,5 +108,5 @@ class WriteParquetTables(beam.PTransform):
     def expand(self, tables):
         return tables | "WriteFiles" >> Write(
             _ParquetTableSink(self.file_path_prefix, self.schema, self.codec, self.file_name_suffix,
-                              self.num_shards, self.shard_name_template)
+                              self.num_shards, self.shard_name_template, tuple(self.footer_sums))
         )

@@ -4,7 +4,8 @@ Files are ``part-SSSSS-of-NNNNN.parquet`` with columns ``id`` (string) and
 ``tokens`` (list<uint16> when every ID fits, i.e. vocab_size <= 65536, else
 list<uint32>), zstd-compressed. The Parquet key-value metadata carries
 ``tokenizer_sha256`` (of the tokenizer.json bytes) and ``vocab_size``, so a
-reader can tell which tokenizer a shard needs without any side file.
+reader can tell which tokenizer a shard needs without any side file, and
+``input_bytes``, the size of the input documents its rows came from.
 
 Writing goes through Beam's Parquet sink: every bundle writes a temporary file
 that is renamed into place only when the job commits, so retried bundles never
@@ -34,6 +35,9 @@ VOCAB_SIZE_KEY = b"vocab_size"
 # Present when every row ends with an appended EOS token: its ID, so that
 # decoders can give back exactly the original document bytes.
 EOS_KEY = b"eos_token_id"
+# In each shard's footer (Parquet key-value metadata, not the Arrow schema):
+# the total size in bytes of the input documents whose rows the shard holds.
+INPUT_BYTES_KEY = b"input_bytes"
 
 # Rows are gathered into Arrow tables of about this many tokens before writing:
 # each table becomes one Parquet row group, big enough for fast scans, small
@@ -54,8 +58,11 @@ def shard_schema(tokenizer_sha256: str, vocab_size: int, eos_token_id: int | Non
     return pa.schema([("id", pa.string()), ("tokens", pa.list_(token_type(vocab_size)))], metadata=metadata)
 
 
-def rows_to_table(rows: Sequence[tuple[str, Sequence[int]]], schema: pa.Schema) -> pa.Table:
-    """Builds an Arrow table from (id, tokens) rows; IDs out of the column type's range raise.
+def rows_to_table(rows: Sequence[tuple], schema: pa.Schema) -> pa.Table:
+    """Builds an Arrow table from (id, tokens[, input_bytes]) rows; IDs out of the
+    column type's range raise. The rows' input bytes, summed, go into the table's
+    schema metadata under ``input_bytes``, which the writer sums into each shard's
+    footer.
 
     The tokens column is assembled from flat C arrays (values and offsets) that
     become the Arrow buffers as they are: about twice as fast as ``pa.array``
@@ -64,7 +71,10 @@ def rows_to_table(rows: Sequence[tuple[str, Sequence[int]]], schema: pa.Schema) 
     value_type = schema.field("tokens").type.value_type
     values = array("H" if value_type == pa.uint16() else "I")  # 2 and 4 bytes on every platform Arrow runs on
     offsets = array("i", [0])
-    for _, tokens in rows:
+    input_bytes = 0
+    for row in rows:
+        tokens = row[1]
+        input_bytes += row[2] if len(row) > 2 else 0
         try:
             values += array(values.typecode, tokens)
         except (OverflowError, TypeError) as e:
@@ -75,7 +85,8 @@ def rows_to_table(rows: Sequence[tuple[str, Sequence[int]]], schema: pa.Schema) 
         pa.Array.from_buffers(value_type, len(values), [None, pa.py_buffer(values)]),
     )
     ids = pa.array([row[0] for row in rows], type=pa.string())
-    return pa.Table.from_arrays([ids, token_lists], schema=schema)
+    metadata = {**schema.metadata, INPUT_BYTES_KEY: str(input_bytes).encode("ascii")}
+    return pa.Table.from_arrays([ids, token_lists], schema=schema.with_metadata(metadata))
 
 
 class _ToTableFn(beam.DoFn):
@@ -93,7 +104,9 @@ class _ToTableFn(beam.DoFn):
 
 @dataclasses.dataclass
 class WriteTokenShards(beam.PTransform):
-    """Writes (id, tokens) rows as zstd Parquet token shards under output_dir.
+    """Writes (id, tokens[, input_bytes]) rows (e.g. TokenRows) as zstd Parquet
+    token shards under output_dir; each shard's footer holds the input bytes of
+    its rows (``INPUT_BYTES_KEY``).
 
     Args:
       output_dir: the directory (any Beam filesystem) that receives the shards.
@@ -134,5 +147,6 @@ class WriteTokenShards(beam.PTransform):
                 file_name_suffix=SHARD_SUFFIX,
                 num_shards=self.num_shards,
                 shard_name_template=SHARD_TEMPLATE,
+                footer_sums=(INPUT_BYTES_KEY.decode(),),
             )
         )
