@@ -556,7 +556,7 @@ def run_count_job(args: argparse.Namespace, output: str, options) -> dict[tuple[
     (
         read.documents
         | "CountPreTokens" >> CountPreTokenTables(args.pattern, min_word_count=args.min_word_count)
-        | "ToArrow" >> beam.Map(_word_count_table)
+        | "ToArrow" >> beam.Map(_word_count_table).with_output_types(pa.Table)
         # One file with exactly this name: one shard, no shard numbers in the
         # name, written by Beam's sink (temp file + rename) on any runner.
         | "WriteWordCounts" >> WriteParquetTables(

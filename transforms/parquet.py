@@ -28,6 +28,8 @@ from apache_beam.io.filebasedsink import FileBasedSink
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.iobase import Write
 
+from transforms.coders import TableCoder  # noqa: F401  (registers the coder of pa.Table)
+
 
 class _OpenFile:
     """What the sink keeps per open file: the Parquet writer, the file under it

@@ -22,7 +22,6 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.coders import TableCoder  # noqa: F401  (registers the coder of pa.Table)
 from transforms.parquet import WriteParquetTables
 
 NAMESPACE = "beam_bpe.shards"
