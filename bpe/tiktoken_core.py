@@ -150,3 +150,23 @@ def _rank_mismatch(tokenizer: Tokenizer) -> str | None:
                     f"which is not its merge {own}"
                 )
     return None
+
+
+def encode_if_valid(fast: Callable[[str], list[int]], data: str | bytes) -> list[int] | None:
+    """``fast``'s IDs for text that is valid UTF-8, else None (our encoder's job).
+
+    tiktoken takes only valid text: it would replace a lone surrogate in a str
+    with U+FFFD, and bytes must be decoded first, while our encoder keeps both
+    byte for byte.
+    """
+    if isinstance(data, str):
+        try:
+            data.encode("utf-8")  # about 1 ms per MB: no lone surrogates
+        except UnicodeEncodeError:
+            return None
+        return fast(data)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return fast(text)

@@ -21,6 +21,7 @@ from typing import Iterable, Sequence
 from bpe.decoder import Decoder, StreamDecoder
 from bpe.encoder import PieceEncoder
 from bpe.pretokenize import PRESETS, PreTokenizer, onig_compatible, to_text
+from bpe.tiktoken_core import encode_if_valid, fast_encoder
 
 FILE_NAME = "tokenizer.json"
 
@@ -79,6 +80,7 @@ class Tokenizer:
         token_bytes.extend(s.encode("utf-8") for s in self.special_tokens)
         self._encoder = PieceEncoder(self.merges)
         self._decoder = Decoder(token_bytes, self.special_tokens.values())
+        self._fast = None  # (tiktoken's encode or None, why), once fast_encoder() decided
 
     # -- encoding -------------------------------------------------------------
 
@@ -103,6 +105,35 @@ class Tokenizer:
             else:
                 ids.extend(self._encoder.encode_pieces(self.pre_tokenizer.split(segment), errors))
         return ids
+
+    def encode_batch(self, texts: Iterable[str | bytes], fast: bool = True) -> list[list[int]]:
+        """Encodes many texts (str or any bytes) as ordinary text: ``[encode(t) for t in texts]``.
+
+        With ``fast`` and tiktoken installed (``pip install beam-bpe[fast]``),
+        tiktoken's Rust core encodes the texts that are valid UTF-8, but only
+        once it is proven to give this tokenizer's IDs (``fast_encoder``; the
+        proof runs on the first call and is kept). Other texts, and every text
+        when tiktoken does not qualify, go through our own encoder.
+        """
+        encode_fast = self.fast_encoder()[0] if fast else None
+        if encode_fast is None:
+            return [self.encode(text) for text in texts]
+        return [encode_if_valid(encode_fast, text) or self.encode(text) for text in texts]
+
+    def fast_encoder(self, proven: bool = False):
+        """(tiktoken's ``encode_ordinary`` for this tokenizer or None, the reason), decided once.
+
+        ``proven``: skip the O(vocabulary) proof because it already passed for a
+        tokenizer with the same SHA-256 (e.g. in a job's driver); see
+        ``bpe.tiktoken_core.fast_encoder``.
+        """
+        if self._fast is None:
+            self._fast = fast_encoder(self, proven=proven)
+        return self._fast
+
+    def __getstate__(self):
+        # tiktoken's Encoding does not pickle; a copy decides again when asked.
+        return {**self.__dict__, "_fast": None}
 
     # -- decoding -------------------------------------------------------------
 

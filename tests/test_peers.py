@@ -93,3 +93,32 @@ def test_tiktoken_merges_by_token_rank_not_by_pair(tmp_path):
     hf = tokenizers.Tokenizer.from_file(tok.save(str(tmp_path)))
     assert tok.encode("abc") == hf.encode("abc").ids == [97, 256]
     assert tok.to_tiktoken().encode_ordinary("abc") == [258]
+
+
+def test_encode_batch_uses_tiktoken_where_proven_and_equals_encode(trained):
+    tok, path = trained
+    tok = bpe.Tokenizer.load(path)  # a fresh one: the decision is made once per tokenizer
+    texts = held_out()[:6] + [b"caf\xc3\xa9 \xff\xfe broken \xe2\x82", "lone \udc80 surrogate", "", b""]
+    assert tok.fast_encoder()[1] == "tiktoken verified identical for this tokenizer"
+    expected = [tok.encode(text) for text in texts]
+    assert tok.encode_batch(texts) == expected
+    assert tok.encode_batch(texts, fast=False) == expected
+
+
+def test_encode_batch_falls_back_where_tiktoken_would_differ():
+    """The hand-made merges of the test above: tiktoken gives [258] for "abc", we
+    give [97, 256]; encode_batch must refuse tiktoken and stay exact."""
+    tok = bpe.Tokenizer([(98, 99), (97, 98), (257, 99)])
+    fast, reason = tok.fast_encoder()
+    assert fast is None and "token 258" in reason
+    assert tok.encode_batch(["abc", "xabcabc"]) == [tok.encode("abc"), tok.encode("xabcabc")] == [[97, 256], [120, 97, 256, 97, 256]]
+
+
+def test_tokenizer_pickles_after_encode_batch(trained):
+    import pickle
+
+    tok, path = trained
+    tok = bpe.Tokenizer.load(path)
+    tok.encode_batch(["hello world"])
+    copy = pickle.loads(pickle.dumps(tok))
+    assert copy.encode_batch(["hello world", b"\xff"]) == [tok.encode("hello world"), tok.encode(b"\xff")]

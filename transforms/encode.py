@@ -22,7 +22,7 @@ import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from bpe.tiktoken_core import fast_encoder
+from bpe.tiktoken_core import encode_if_valid
 from bpe.tokenizer import FILE_NAME, Tokenizer, TokenizerFileError
 from transforms.coders import SizedPickleCoder
 
@@ -140,7 +140,7 @@ class _EncodeBatchFn(beam.DoFn):
         self._eos = [eos_token_id(tokenizer, self._eos_token)] if self._append_eos else []
         self._fast = None
         if self._use_tiktoken:
-            self._fast, reason = fast_encoder(tokenizer, proven=self._tiktoken_proven)
+            self._fast, reason = tokenizer.fast_encoder(proven=self._tiktoken_proven)
             logging.info("beam-bpe encode: %s", reason)
 
     def process(self, documents):
@@ -148,17 +148,11 @@ class _EncodeBatchFn(beam.DoFn):
         fast_count = tokens = input_bytes = 0
         for doc in documents:
             data = doc.data
-            ids = None
-            if fast is not None:
-                try:
-                    text = data.decode("utf-8")
-                except UnicodeDecodeError:
-                    pass  # tiktoken takes only valid text; ours is lossless on any bytes
-                else:
-                    ids = fast(text)
-                    fast_count += 1
+            ids = encode_if_valid(fast, data) if fast is not None else None
             if ids is None:
                 ids = tokenizer.encode(data)
+            else:
+                fast_count += 1
             if eos:
                 ids.extend(eos)
             tokens += len(ids)
