@@ -131,10 +131,6 @@ class Tokenizer:
             self._fast = fast_encoder(self, proven=proven)
         return self._fast
 
-    def __getstate__(self):
-        # tiktoken's Encoding does not pickle; a copy decides again when asked.
-        return {**self.__dict__, "_fast": None}
-
     # -- decoding -------------------------------------------------------------
 
     def token_bytes(self, token_id: int) -> bytes:
