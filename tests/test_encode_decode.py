@@ -1,16 +1,20 @@
 """The fast encoder and the decoders against the reference and against their contracts."""
 
 import codecs
+import functools
 import random
+from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import bpe
 from bpe import reference
 from bpe.encoder import LONG_PIECE, PieceEncoder
 from bpe.pretokenize import PreTokenizer
 from bpe.tokenizer import Tokenizer
+from tests.real_text import multilingual
 
 PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -67,6 +71,85 @@ def test_text_round_trip_and_pieces_never_crossed(merges, text):
     # Encoding the whole equals encoding each piece: merges never cross pieces.
     pieces = PreTokenizer("gpt2").pieces(text)
     assert ids == [i for piece in pieces for i in reference.encode_bytes(piece, merges)]
+
+
+# Characters of 1, 2, 3 and 4 bytes; merges over their bytes form inside
+# characters and across them, including merges that join part of a character
+# to its neighbour (" " + the lead byte of "Ж", as byte-level training learns).
+MIXED_CHARS = "a bé Жо中文😀"
+MIXED_BYTES = bytes(sorted(set(MIXED_CHARS.encode())))
+
+mixed_merge_lists = st.builds(random_merges, st.randoms(use_true_random=False), st.just(MIXED_BYTES), st.integers(0, 80))
+
+
+@PROPERTY
+@given(merges=mixed_merge_lists, text=st.text(st.sampled_from(MIXED_CHARS), max_size=80))
+def test_valid_utf8_mixing_scripts_equals_reference(merges, text):
+    tok = Tokenizer(merges)
+    ids = tok.encode(text)
+    assert isinstance(ids, list)
+    pieces = PreTokenizer("gpt2").pieces(text)
+    assert ids == [i for piece in pieces for i in reference.encode_bytes(piece, merges)]
+    # Twice: the second time every piece comes from the cache.
+    assert tok.encode(text) == ids
+    assert PieceEncoder(merges).encode_bytes(text.encode()) == reference.encode_bytes(text, merges)
+
+
+@functools.lru_cache(maxsize=None)
+def trained_on_real_text() -> Tokenizer:
+    """1000 merges learned from code and man pages in several scripts."""
+    pre = PreTokenizer("gpt2")
+    counts: Counter = Counter()
+    for doc in multilingual(1):
+        counts.update(pre.pieces(doc))
+    return bpe.train(counts, vocab_size=256 + 1000, pattern="gpt2", progress=False)
+
+
+@functools.lru_cache(maxsize=None)
+def real_words() -> list[str]:
+    """Pieces of real text the tokenizer was not trained on."""
+    return sorted(set(PreTokenizer("gpt2").split(" ".join(multilingual(1, start=5)))))
+
+
+@PROPERTY
+@given(words=st.lists(st.integers(0, 10**9), max_size=20), noise=st.text(st.sampled_from(MIXED_CHARS), max_size=20))
+def test_trained_tokenizer_equals_reference(words, noise):
+    tok = trained_on_real_text()
+    vocab = real_words()
+    text = "".join(vocab[w % len(vocab)] for w in words) + noise
+    expected = [i for piece in PreTokenizer("gpt2").pieces(text) for i in reference.encode_bytes(piece, tok.merges)]
+    assert tok.encode(text) == expected
+    assert tok.encode(text.encode()) == expected  # bytes take the same path
+
+
+def test_trained_tokenizer_on_held_out_text():
+    tok = trained_on_real_text()
+    pieces = real_words()[::7]  # about 650 pieces, half of them not ASCII
+    enc = PieceEncoder(tok.merges)
+    for piece in pieces:
+        data = piece.encode("utf-8", "surrogatepass")
+        assert enc.encode_bytes(data) == reference.encode_bytes(data, tok.merges), piece
+
+
+def test_a_merge_joining_part_of_a_character_is_honoured():
+    # "a" + the lead byte of "Ж" merges first, before "Ж" is complete. Encoding
+    # "aЖ" from its characters ("a", then "Ж" as one token) would miss that.
+    lead, cont = "Ж".encode()
+    merges = [(ord("a"), lead), (lead, cont), (256, cont)]  # 256 = a+0xD0, 257 = Ж, 258 = aЖ
+    tok = Tokenizer(merges)
+    assert reference.encode_bytes("aЖ", merges) == [258]
+    assert tok.encode("aЖ") == [258]
+    assert tok.encode("Ж aЖ aЖ") == [257, 32, 258, 32, 258]  # the cached path agrees
+    assert tok.encode("aЖ".encode()) == [258]
+
+
+def test_merges_at_the_ends_and_tiny_pieces():
+    # The first and the last pair of a piece (the rank list's edges) and pieces
+    # too short to have a pair.
+    merges = [(97, 98), (256, 97), (98, 98), (258, 258), (257, 256)]
+    enc = PieceEncoder(merges)
+    for data in [b"", b"a", b"b", b"ab", b"ba", b"aba", b"abab", b"bbab", b"abb", b"bb" * 5, b"abaab"]:
+        assert enc.encode_bytes(data) == reference.encode_bytes(data, merges), data
 
 
 def test_token_bytes_need_not_encode_to_the_token():
