@@ -116,9 +116,11 @@ class Tokenizer:
         when tiktoken does not qualify, go through our own encoder.
         """
         encode_fast = self.fast_encoder()[0] if fast else None
-        if encode_fast is None:
-            return [self.encode(text) for text in texts]
-        return [encode_if_valid(encode_fast, text) or self.encode(text) for text in texts]
+        out = []
+        for text in texts:
+            ids = encode_if_valid(encode_fast, text) if encode_fast is not None else None
+            out.append(self.encode(text) if ids is None else ids)
+        return out
 
     def fast_encoder(self, proven: bool = False):
         """(tiktoken's ``encode_ordinary`` for this tokenizer or None, the reason), decided once.

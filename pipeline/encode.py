@@ -39,7 +39,6 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from bpe.tiktoken_core import fast_encoder
 from bpe.tokenizer import Tokenizer, TokenizerFileError
 from pipeline.errors import UserError
 from pipeline.runners import describe_runner, pipeline_options
@@ -92,7 +91,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     tokenizer, eos_id = _check_arguments(args)
     tokenizer_sha256, vocab_size = tokenizer.sha256, tokenizer.vocab_size
     # The proof that tiktoken gives our IDs is O(vocabulary): run it once here.
-    fast, reason = fast_encoder(tokenizer)
+    fast, reason = tokenizer.fast_encoder()
     print(f"beam-bpe encode: {reason}", file=sys.stderr)
     _prepare_output(args.output, overwrite=args.overwrite)
     staging = FileSystems.join(args.output, STAGING_DIR)

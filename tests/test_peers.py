@@ -122,3 +122,16 @@ def test_tokenizer_pickles_after_encode_batch(trained):
     tok.encode_batch(["hello world"])
     copy = pickle.loads(pickle.dumps(tok))
     assert copy.encode_batch(["hello world", b"\xff"]) == [tok.encode("hello world"), tok.encode(b"\xff")]
+
+
+def test_tiktoken_proof_runs_once_per_tokenizer(trained, monkeypatch):
+    from bpe import tiktoken_core
+
+    tok, path = trained
+    tok = bpe.Tokenizer.load(path)
+    calls = []
+    proof = tiktoken_core._rank_mismatch
+    monkeypatch.setattr(tiktoken_core, "_rank_mismatch", lambda t: calls.append(t) or proof(t))
+    for _ in range(3):
+        tok.encode_batch(["hello world", "again"])
+    assert len(calls) == 1
