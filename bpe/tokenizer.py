@@ -119,11 +119,13 @@ class Tokenizer:
         out = []
         for text in texts:
             ids = encode_if_valid(encode_fast, text) if encode_fast is not None else None
-            out.append(self.encode(text) if ids is None else ids)
+            out.append(self.encode(text) if ids is None else ids.tolist())
         return out
 
     def fast_encoder(self, proven: bool = False):
-        """(tiktoken's ``encode_ordinary`` for this tokenizer or None, the reason), decided once.
+        """(tiktoken's encoder for this tokenizer or None, the reason), decided once.
+
+        The encoder takes valid text and returns the IDs as an ``array("I")``.
 
         ``proven``: skip the O(vocabulary) proof because it already passed for a
         tokenizer with the same SHA-256 (e.g. in a job's driver); see

@@ -2,6 +2,7 @@
 
 import glob
 import random
+from array import array
 from collections import Counter
 
 import apache_beam as beam
@@ -87,8 +88,24 @@ def test_fast_encoder_is_used_for_trained_tokenizer_and_matches(tokenizer_dir, t
     fast, reason = fast_encoder(tok)
     assert fast is not None, reason
     more = multilingual(2, start=7)
-    for text in more:
-        assert fast(text) == tok.encode(text)
+    # Special-token text is ordinary text for both, as in encode_ordinary.
+    for text in more + ["<|endoftext|>", "a<|endoftext|>b <|endo", ""]:
+        ids = fast(text)
+        assert isinstance(ids, array) and ids.tolist() == tok.encode(text)
+
+
+def test_array_encoder_without_tiktokens_buffer_call_gives_the_same_arrays(tokenizer_dir):
+    from bpe.tiktoken_core import _ArrayEncoder
+
+    class ListOnly:  # a tiktoken Encoding without the buffer call of its core
+        def __init__(self, encoding):
+            self.encode_ordinary = encoding.encode_ordinary
+
+    encoding = read_tokenizer(tokenizer_dir).to_tiktoken()
+    for text in multilingual(2, start=3) + ["<|endoftext|>", ""]:
+        buffered, listed = _ArrayEncoder(encoding)(text), _ArrayEncoder(ListOnly(encoding))(text)
+        assert buffered.typecode == listed.typecode == "I"
+        assert buffered == listed and buffered.tolist() == encoding.encode_ordinary(text)
 
 
 def test_fast_encoder_refuses_custom_pattern():
@@ -132,7 +149,7 @@ def test_fast_encoder_proof_holds_on_random_merge_lists():
             continue
         accepted += 1
         for s in samples:
-            assert fast(s) == tok.encode(s), (tok.merges, s)
+            assert fast(s).tolist() == tok.encode(s), (tok.merges, s)
     assert accepted > 50 and rejected_and_differs > 5
 
 
@@ -212,14 +229,16 @@ def test_rows_to_table_equals_arrow_from_lists(vocab_size):
     rng = random.Random(vocab_size)
     rows = [(f"f:{i}", [rng.randrange(vocab_size) for _ in range(rng.randrange(0, 50))]) for i in range(200)]
     rows.append(("last", [vocab_size - 1, 0]))
-    table = rows_to_table(rows, schema)
+    # Token lists come from our encoder, array("I") from tiktoken's: mixed in one table.
+    mixed = [(row_id, array("I", tokens) if i % 2 else tokens) for i, (row_id, tokens) in enumerate(rows)]
+    table = rows_to_table(mixed, schema)
     assert table.schema == schema
     assert table.column("id").to_pylist() == [r[0] for r in rows]
     assert table.column("tokens").to_pylist() == [r[1] for r in rows]
     assert table.column("tokens").combine_chunks().equals(pa.array([r[1] for r in rows], schema.field("tokens").type))
 
 
-@pytest.mark.parametrize("bad", [-1, 1 << 16])
+@pytest.mark.parametrize("bad", [[1, -1], [1, 1 << 16], array("I", [1, 1 << 16]), [1, 1 << 32]])
 def test_rows_to_table_rejects_ids_outside_the_column_type(bad):
     with pytest.raises(ValueError, match="do not fit uint16"):
-        rows_to_table([("a", [1, bad])], shard_schema("ab" * 32, 1000))
+        rows_to_table([("a", [2]), ("b", bad)], shard_schema("ab" * 32, 1000))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
@@ -34,12 +34,13 @@ class TokenRow(NamedTuple):
 
     Attributes:
       id: the record's id field, or ``<file>:<record number>``.
-      tokens: the token IDs (EOS included when appended).
+      tokens: the token IDs (EOS included when appended): a list from our
+        encoder, an ``array("I")`` from tiktoken's.
       input_bytes: the size of the input document in bytes.
     """
 
     id: str
-    tokens: list[int]
+    tokens: Sequence[int]
     input_bytes: int = 0
 
 

@@ -65,23 +65,30 @@ def rows_to_table(rows: Sequence[tuple], schema: pa.Schema) -> pa.Table:
 
     The tokens column is assembled from flat C arrays (values and offsets) that
     become the Arrow buffers as they are: about 1.6x as fast as ``pa.array``
-    on a list of lists, which inspects every int as a Python object.
+    on a list of lists, which inspects every int as a Python object. Tokens that
+    already are an ``array("I")`` (tiktoken's) are copied in one go; the values
+    are narrowed to uint16 by Arrow, which checks the range.
     """
     value_type = schema.field("tokens").type.value_type
-    values = array("H" if value_type == pa.uint16() else "I")  # 2 and 4 bytes on every platform Arrow runs on
+    values = array("I")  # 4 bytes on every platform Arrow runs on
     offsets = array("i", [0])
     input_bytes = 0
     for row in rows:
         tokens = row[1]
         input_bytes += row[2] if len(row) > 2 else 0
         try:
-            values += array(values.typecode, tokens)
+            values += tokens if isinstance(tokens, array) and tokens.typecode == "I" else array("I", tokens)
         except (OverflowError, TypeError) as e:
             raise ValueError(f"token IDs do not fit {value_type}: {e}") from None
         offsets.append(len(values))
+    flat = pa.Array.from_buffers(pa.uint32(), len(values), [None, pa.py_buffer(values)])
+    if value_type != pa.uint32():
+        try:
+            flat = flat.cast(value_type)
+        except pa.ArrowInvalid as e:
+            raise ValueError(f"token IDs do not fit {value_type}: {e}") from None
     token_lists = pa.ListArray.from_arrays(
-        pa.Array.from_buffers(pa.int32(), len(offsets), [None, pa.py_buffer(offsets)]),
-        pa.Array.from_buffers(value_type, len(values), [None, pa.py_buffer(values)]),
+        pa.Array.from_buffers(pa.int32(), len(offsets), [None, pa.py_buffer(offsets)]), flat
     )
     ids = pa.array([row[0] for row in rows], type=pa.string())
     metadata = {**schema.metadata, INPUT_BYTES_KEY: str(input_bytes).encode("ascii")}
