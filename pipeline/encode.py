@@ -41,7 +41,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from bpe.tokenizer import Tokenizer, TokenizerFileError
 from pipeline.errors import UserError
-from pipeline.runners import describe_runner, pipeline_options
+from pipeline.runners import describe_runner, new_pipeline, pipeline_options
 from transforms.dead_letters import WriteDeadLetters
 from transforms.encode import EncodeDocuments, eos_token_id, exists, read_tokenizer
 from transforms.read import FORMATS, ReadDocuments, match_inputs
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     _prepare_output(args.output, overwrite=args.overwrite)
     staging = FileSystems.join(args.output, STAGING_DIR)
 
-    with beam.Pipeline(options=options) as p:
+    with new_pipeline(options) as p:
         read = p | "Read" >> ReadDocuments(
             args.input, format=args.format, text_field=args.text_field, id_field=args.id_field
         )

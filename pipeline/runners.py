@@ -3,6 +3,7 @@
 Shared by ``beam-bpe train`` and ``beam-bpe encode``:
 
     options = pipeline_options(beam_args)      # UserError for a refused runner
+    pipeline = new_pipeline(options)           # DirectRunner = Beam's FnApiRunner
     ...
     result = pipeline.run(); result.wait_until_finish()
     counters = committed_counters(result)      # {(namespace, name): value}
@@ -13,6 +14,13 @@ with ``--direct_num_workers=0`` (one SDK worker process per core), and its
 workers log warnings only, so the command's output stays readable. Any flag the
 user gives wins, because Beam takes the last value of a repeated flag and ours
 come first.
+
+DirectRunner jobs run on Beam's FnApiRunner, always. Beam 2.77's DirectRunner
+first tries Prism, a Go binary it downloads from GitHub when the job starts, and
+falls back to the FnApiRunner only when that fails (e.g. offline). Prism ignores
+the flags above, and the FnApiRunner is what our tests run, so a job behaves the
+same online and offline and never downloads anything. ``--runner=PrismRunner``
+still gets Prism.
 """
 
 from __future__ import annotations
@@ -20,11 +28,12 @@ from __future__ import annotations
 import logging
 from typing import Sequence
 
+import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
 from pipeline.errors import UserError
 
-__all__ = ["DIRECT_DEFAULTS", "committed_counters", "describe_runner", "is_direct", "pipeline_options"]
+__all__ = ["DIRECT_DEFAULTS", "committed_counters", "describe_runner", "is_direct", "new_pipeline", "pipeline_options"]
 
 DIRECT_DEFAULTS = (
     "--direct_running_mode=multi_processing",
@@ -33,6 +42,8 @@ DIRECT_DEFAULTS = (
 )
 
 _DIRECT_NAMES = {"directrunner", "direct", "switchingdirectrunner", "fnapirunner", "bundlebaseddirectrunner"}
+# The names that mean "Beam's default DirectRunner", which would try Prism first.
+_SWITCHING_NAMES = {"directrunner", "direct", "switchingdirectrunner"}
 
 
 def _runner_name(options: PipelineOptions) -> str:
@@ -72,6 +83,26 @@ def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
         logging.getLogger("apache_beam.runners.portability.local_job_service").setLevel(logging.ERROR)
         return PipelineOptions([*DIRECT_DEFAULTS, *beam_args])
     return options
+
+
+def new_pipeline(options: PipelineOptions) -> beam.Pipeline:
+    """A Pipeline for the options; Beam's default DirectRunner becomes its FnApiRunner.
+
+    Configured as the DirectRunner configures it: the pipeline options are passed
+    to the SDK workers (log level, our flags), as in ``SwitchingDirectRunner``.
+    """
+    if _runner_name(options).rsplit(".", 1)[-1].lower() not in _SWITCHING_NAMES:
+        return beam.Pipeline(options=options)
+    from apache_beam.portability.api import beam_provision_api_pb2
+    from apache_beam.runners.portability.fn_api_runner import fn_runner
+    from apache_beam.runners.portability.portable_runner import JobServiceHandle
+
+    provision_info = fn_runner.ExtendedProvisionInfo(
+        beam_provision_api_pb2.ProvisionInfo(
+            pipeline_options=JobServiceHandle.encode_pipeline_options(options.get_all_options())
+        )
+    )
+    return beam.Pipeline(runner=fn_runner.FnApiRunner(provision_info=provision_info), options=options)
 
 
 def describe_runner(options: PipelineOptions) -> str:

@@ -48,7 +48,7 @@ from bpe.pretokenize import compile_pattern
 from bpe.trainer import MAX_TOKEN_ID, check_merges
 from pipeline.config import Setting, default_help, resolve
 from pipeline.errors import UserError
-from pipeline.runners import committed_counters, describe_runner, pipeline_options
+from pipeline.runners import committed_counters, describe_runner, new_pipeline, pipeline_options
 from transforms.count import CountPreTokenTables
 from transforms.dead_letters import WriteDeadLetters
 from transforms.parquet import WriteParquetTables
@@ -551,7 +551,7 @@ def run_count_job(args: argparse.Namespace, output: str, options) -> dict[tuple[
     if stale:
         FileSystems.delete(stale)
 
-    pipeline = beam.Pipeline(options=options)
+    pipeline = new_pipeline(options)
     read = pipeline | "ReadDocuments" >> ReadDocuments(args.input, format=args.format, text_field=args.text_field)
     (
         read.documents

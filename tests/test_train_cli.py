@@ -8,6 +8,7 @@ import os
 import pathlib
 import sysconfig
 
+import apache_beam as beam
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -205,6 +206,32 @@ def test_direct_runner_defaults_and_user_flags_win():
     portable = runners.pipeline_options(["--runner=PortableRunner"])
     assert "--direct_running_mode=multi_processing" not in portable.get_all_options(drop_default=True).values()
     assert not runners.is_direct(portable)
+
+
+def test_direct_jobs_run_on_the_fn_api_runner_and_never_try_prism(monkeypatch):
+    """Beam's DirectRunner would try Prism (a binary downloaded at run time) first."""
+    from apache_beam.runners.portability import prism_runner
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+    from apache_beam.testing.util import assert_that, equal_to
+
+    def no_prism(*args, **kwargs):
+        raise AssertionError("Prism was tried")
+
+    monkeypatch.setattr(prism_runner.PrismRunner, "run_pipeline", no_prism)
+    options = runners.pipeline_options(["--direct_num_workers=2", "--default_sdk_harness_log_level=ERROR"])
+    with runners.new_pipeline(options) as p:
+        assert isinstance(p.runner, FnApiRunner)
+        # The workers get the job's options, as under the DirectRunner.
+        levels = p | beam.Create([0]) | beam.Map(lambda _: _worker_log_level())
+        assert_that(levels, equal_to(["ERROR"]))
+    for explicit in ("--runner=PortableRunner", "--runner=PrismRunner"):
+        assert not isinstance(runners.new_pipeline(runners.pipeline_options([explicit])).runner, FnApiRunner)
+
+
+def _worker_log_level():
+    """The log level option as an SDK worker process received it from the runner."""
+    options = json.loads(os.environ.get("PIPELINE_OPTIONS", "{}"))  # {"beam:option:NAME:v1": value}
+    return next((value for key, value in options.items() if ":default_sdk_harness_log_level:" in key), None)
 
 
 def _bad_bytes_corpus(root: pathlib.Path) -> str:
