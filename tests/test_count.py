@@ -122,6 +122,9 @@ def test_batch_counting_and_merging_is_exact(documents, max_batch_pieces, num_pa
     # partitioning, merged in any grouping, give the plain count.
     fn = _CountBatchFn("gpt2", max_batch_pieces, num_partitions)
     fn.setup()
+    flushed_sizes = []  # unique pieces held at each flush: never above the cap
+    partitions = fn._partitions
+    fn._partitions = lambda by_handler: (flushed_sizes.append(sum(map(len, by_handler.values()))), partitions(by_handler))[1]
     merge = _MergeCountsFn()
     by_partition = collections.defaultdict(list)
     for partition, table in fn.process(documents):
@@ -134,3 +137,4 @@ def test_batch_counting_and_merging_is_exact(documents, max_batch_pieces, num_pa
         assert not part.keys() & merged.keys(), "a piece landed in two partitions"
         merged.update(part)
     assert merged == count_pieces(documents) == plain_count(documents)
+    assert all(0 < size <= max_batch_pieces for size in flushed_sizes)

@@ -108,22 +108,28 @@ class _CountBatchFn(beam.DoFn):
             text, errors = to_text(data)
             documents += 1
             size += len(data) if isinstance(data, bytes) else len(text.encode("utf-8", errors))
-            found = iter(self._split(text))
             # Count at most (cap - unique) pieces at a time, so the dict never
-            # holds more than `cap` keys, even inside one huge document.
-            while chunk := list(itertools.islice(found, max(1, cap - unique))):
+            # holds more than `cap` keys, even inside one huge document. Most
+            # documents fit whole: their list of pieces is counted as it is.
+            found = self._split(text)
+            rest = None
+            if not isinstance(found, list) or len(found) > cap - unique:
+                rest = iter(found)
+                found = list(itertools.islice(rest, max(1, cap - unique)))
+            while found:
                 counter = by_handler.get(errors)
                 if counter is None:
                     counter = by_handler[errors] = collections.Counter()
                 before = len(counter)
-                counter.update(chunk)
+                counter.update(found)
                 unique += len(counter) - before
-                pieces += len(chunk)
+                pieces += len(found)
                 if unique >= cap:
                     yield from self._partitions(by_handler)
                     self._flushes.inc()
                     by_handler = {}
                     unique = 0
+                found = list(itertools.islice(rest, max(1, cap - unique))) if rest is not None else None
         self._documents.inc(documents)
         self._bytes.inc(size)
         self._pieces.inc(pieces)
