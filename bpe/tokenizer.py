@@ -16,7 +16,7 @@ import hashlib
 import json
 import os
 from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from bpe.decoder import Decoder, StreamDecoder
 from bpe.encoder import PieceEncoder
@@ -116,10 +116,13 @@ class Tokenizer:
         when tiktoken does not qualify, go through our own encoder.
         """
         encode_fast = self.fast_encoder()[0] if fast else None
+        if encode_fast is not None:
+            # Lists, as encode gives: tiktoken's own list call, not arrays turned into lists.
+            encode_fast = encode_fast.encoding.encode_ordinary
         out = []
         for text in texts:
             ids = encode_if_valid(encode_fast, text) if encode_fast is not None else None
-            out.append(self.encode(text) if ids is None else ids.tolist())
+            out.append(self.encode(text) if ids is None else ids)
         return out
 
     def fast_encoder(self, proven: bool = False):
@@ -295,8 +298,11 @@ class Tokenizer:
 
     # -- peers ----------------------------------------------------------------
 
-    def to_tiktoken(self, name: str = "beam-bpe"):
-        """A ``tiktoken.Encoding`` with our IDs as ranks and our pattern."""
+    def to_tiktoken(self, name: str = "beam-bpe", special_tokens: Mapping[str, int] | None = None):
+        """A ``tiktoken.Encoding`` with our IDs as ranks and our pattern.
+
+        ``special_tokens``: tiktoken's special tokens (text -> ID); default ours.
+        """
         import tiktoken  # only here: tiktoken is a peer, not a dependency
 
         token_bytes = self._decoder.token_bytes
@@ -304,7 +310,7 @@ class Tokenizer:
             name=name,
             pat_str=self.pattern,
             mergeable_ranks={token_bytes[i]: i for i in range(256 + len(self.merges))},
-            special_tokens=dict(self.special_tokens),
+            special_tokens=dict(self.special_tokens if special_tokens is None else special_tokens),
         )
 
     def __repr__(self) -> str:

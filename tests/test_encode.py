@@ -94,6 +94,20 @@ def test_fast_encoder_is_used_for_trained_tokenizer_and_matches(tokenizer_dir, t
         assert isinstance(ids, array) and ids.tolist() == tok.encode(text)
 
 
+def test_fast_encoder_for_a_tokenizer_without_special_tokens(texts):
+    # tiktoken gets a placeholder special token (its buffer call is slow without
+    # any); it is never allowed, so its text is ordinary and its ID never appears.
+    from bpe.tiktoken_core import _UNUSED_SPECIAL
+
+    tok = train_small(texts, special_tokens=())
+    fast, reason = fast_encoder(tok)
+    assert fast is not None, reason
+    for text in multilingual(2, start=5) + [_UNUSED_SPECIAL, f"a{_UNUSED_SPECIAL}b", ""]:
+        ids = fast(text).tolist()
+        assert ids == tok.encode(text) and tok.vocab_size not in ids
+    assert tok.encode_batch([_UNUSED_SPECIAL]) == [tok.encode(_UNUSED_SPECIAL)]
+
+
 def test_array_encoder_without_tiktokens_buffer_call_gives_the_same_arrays(tokenizer_dir):
     from bpe.tiktoken_core import _ArrayEncoder
 
