@@ -20,16 +20,21 @@ first tries Prism, a Go binary it downloads from GitHub when the job starts, and
 falls back to the FnApiRunner only when that fails (e.g. offline). Prism ignores
 the flags above, and the FnApiRunner is what our tests run, so a job behaves the
 same online and offline and never downloads anything. ``--runner=PrismRunner``
-still gets Prism.
+still gets Prism. Its worker processes start as ``python -m pipeline.worker``,
+Beam's worker without its start-up chatter on the terminal.
 """
 
 from __future__ import annotations
 
 import logging
+import shlex
+import sys
 from typing import Sequence
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+from apache_beam.portability import python_urns
+from apache_beam.runners.portability.fn_api_runner import fn_runner
 
 from pipeline.errors import UserError
 
@@ -90,11 +95,12 @@ def new_pipeline(options: PipelineOptions) -> beam.Pipeline:
 
     Configured as the DirectRunner configures it: the pipeline options are passed
     to the SDK workers (log level, our flags), as in ``SwitchingDirectRunner``.
+    Worker processes start as ``python -m pipeline.worker`` (Beam's worker, quiet
+    on the terminal; see there).
     """
     if _runner_name(options).rsplit(".", 1)[-1].lower() not in _SWITCHING_NAMES:
         return beam.Pipeline(options=options)
     from apache_beam.portability.api import beam_provision_api_pb2
-    from apache_beam.runners.portability.fn_api_runner import fn_runner
     from apache_beam.runners.portability.portable_runner import JobServiceHandle
 
     provision_info = fn_runner.ExtendedProvisionInfo(
@@ -102,7 +108,21 @@ def new_pipeline(options: PipelineOptions) -> beam.Pipeline:
             pipeline_options=JobServiceHandle.encode_pipeline_options(options.get_all_options())
         )
     )
-    return beam.Pipeline(runner=fn_runner.FnApiRunner(provision_info=provision_info), options=options)
+    return beam.Pipeline(runner=_FnApiRunner(provision_info=provision_info), options=options)
+
+
+class _FnApiRunner(fn_runner.FnApiRunner):
+    """Beam's FnApiRunner, starting its worker processes with ``pipeline.worker``."""
+
+    WORKER_COMMAND = f"{shlex.quote(sys.executable)} -m pipeline.worker"
+
+    def run_via_runner_api(self, pipeline_proto, options):
+        # multi_processing mode names Beam's worker module as the command of the
+        # job's subprocess environment; ours runs the same worker.
+        for environment in pipeline_proto.components.environments.values():
+            if environment.urn == python_urns.SUBPROCESS_SDK:
+                environment.payload = self.WORKER_COMMAND.encode("utf-8")
+        return super().run_via_runner_api(pipeline_proto, options)
 
 
 def describe_runner(options: PipelineOptions) -> str:

@@ -228,6 +228,32 @@ def test_direct_jobs_run_on_the_fn_api_runner_and_never_try_prism(monkeypatch):
         assert not isinstance(runners.new_pipeline(runners.pipeline_options([explicit])).runner, FnApiRunner)
 
 
+def test_worker_errors_still_reach_the_driver_from_quiet_workers():
+    options = runners.pipeline_options(["--direct_num_workers=2"])
+    with pytest.raises(Exception, match="boom from a worker"):
+        with runners.new_pipeline(options) as p:
+            _ = p | beam.Create([1, 2]) | beam.Map(_fail)
+
+
+def _fail(_):
+    raise ValueError("boom from a worker")
+
+
+def test_train_output_is_only_our_own_lines(tmp_path):
+    """What a user sees: Beam's worker processes print nothing of their start-up."""
+    import subprocess
+    import sys
+
+    (tmp_path / "in.txt").write_text("hello world, hello beam\n" * 200)
+    command = [sys.executable, "-m", "pipeline.cli", "train", "--input", str(tmp_path / "in.txt"),
+               "--vocab-size", "300", "--output", str(tmp_path / "out"), "--direct_num_workers=2"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
+    assert any("learned" in line for line in lines), lines
+    assert all(line.startswith(("beam-bpe train:", "  ")) for line in lines), lines
+
+
 def _worker_log_level():
     """The log level option as an SDK worker process received it from the runner."""
     options = json.loads(os.environ.get("PIPELINE_OPTIONS", "{}"))  # {"beam:option:NAME:v1": value}
