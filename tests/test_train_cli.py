@@ -235,6 +235,24 @@ def test_worker_errors_still_reach_the_driver_from_quiet_workers():
             _ = p | beam.Create([1, 2]) | beam.Map(_fail)
 
 
+def test_quick_worker_exit_still_tears_down_dofns(tmp_path):
+    options = runners.pipeline_options(["--direct_num_workers=2"])
+    with runners.new_pipeline(options) as p:
+        _ = p | beam.Create(list(range(8))) | beam.ParDo(_MarkTeardown(str(tmp_path)))
+    assert list(tmp_path.glob("teardown-*")), "no worker ran DoFn.teardown"
+
+
+class _MarkTeardown(beam.DoFn):
+    def __init__(self, directory):
+        self.directory = directory
+
+    def process(self, element):
+        yield element
+
+    def teardown(self):
+        open(os.path.join(self.directory, f"teardown-{os.getpid()}"), "w").close()
+
+
 def _fail(_):
     raise ValueError("boom from a worker")
 
