@@ -27,7 +27,6 @@ Beam's worker without its start-up chatter on the terminal.
 from __future__ import annotations
 
 import logging
-import shlex
 import sys
 from typing import Sequence
 
@@ -114,7 +113,8 @@ def new_pipeline(options: PipelineOptions) -> beam.Pipeline:
 class _FnApiRunner(fn_runner.FnApiRunner):
     """Beam's FnApiRunner, starting its worker processes with ``pipeline.worker``."""
 
-    WORKER_COMMAND = f"{shlex.quote(sys.executable)} -m pipeline.worker"
+    # Formed as Beam forms its own worker command, so it runs wherever Beam's would.
+    WORKER_COMMAND = f"{sys.executable} -m pipeline.worker"
 
     def run_via_runner_api(self, pipeline_proto, options):
         # multi_processing mode names Beam's worker module as the command of the
