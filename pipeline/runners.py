@@ -20,8 +20,9 @@ first tries Prism, a Go binary it downloads from GitHub when the job starts, and
 falls back to the FnApiRunner only when that fails (e.g. offline). Prism ignores
 the flags above, and the FnApiRunner is what our tests run, so a job behaves the
 same online and offline and never downloads anything. ``--runner=PrismRunner``
-still gets Prism. Its worker processes start as ``python -m pipeline.worker``,
-Beam's worker without its start-up chatter on the terminal.
+still gets Prism. The FnApiRunner's worker processes start as
+``python -m pipeline.worker``: Beam's worker, quiet on the terminal and quick to
+exit (see there).
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ def new_pipeline(options: PipelineOptions) -> beam.Pipeline:
     Configured as the DirectRunner configures it: the pipeline options are passed
     to the SDK workers (log level, our flags), as in ``SwitchingDirectRunner``.
     Worker processes start as ``python -m pipeline.worker`` (Beam's worker, quiet
-    on the terminal; see there).
+    on the terminal and quick to exit; see there).
     """
     if _runner_name(options).rsplit(".", 1)[-1].lower() not in _SWITCHING_NAMES:
         return beam.Pipeline(options=options)
