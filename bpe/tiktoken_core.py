@@ -14,7 +14,6 @@ from __future__ import annotations
 from array import array
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from bpe.encoder import PieceEncoder
 from bpe.pretokenize import PRESETS
 
 if TYPE_CHECKING:  # the tokenizer module uses this one: no import cycle at run time
@@ -151,7 +150,7 @@ def _rank_mismatch(tokenizer: Tokenizer) -> str | None:
         if data in rank:
             return f"tokens {rank[data]} and {token_id} have the same bytes"
         rank[data] = token_id
-    replay = PieceEncoder(merges).encode_bytes
+    replay = tokenizer._encoder.encode_bytes  # uncached: the merges replayed as such
     for token_id in range(256, len(token_bytes)):
         if replay(token_bytes[token_id]) != [token_id]:
             return f"token {token_id}'s own bytes do not encode to it by replaying the merges"

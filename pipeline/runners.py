@@ -59,9 +59,14 @@ def _runner_name(options: PipelineOptions) -> str:
     return runner if isinstance(runner, str) else type(runner).__name__
 
 
+def _runner_key(options: PipelineOptions) -> str:
+    # --runner may also name a class path (a.b.DirectRunner): compare the class name.
+    return _runner_name(options).rsplit(".", 1)[-1].lower()
+
+
 def is_direct(options: PipelineOptions) -> bool:
     """Whether the options select Beam's DirectRunner (also when --runner is absent)."""
-    return _runner_name(options).rsplit(".", 1)[-1].lower() in _DIRECT_NAMES
+    return _runner_key(options) in _DIRECT_NAMES
 
 
 def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
@@ -98,7 +103,7 @@ def new_pipeline(options: PipelineOptions) -> beam.Pipeline:
     Worker processes start as ``python -m pipeline.worker`` (Beam's worker, quiet
     on the terminal and quick to exit; see there).
     """
-    if _runner_name(options).rsplit(".", 1)[-1].lower() not in _SWITCHING_NAMES:
+    if _runner_key(options) not in _SWITCHING_NAMES:
         return beam.Pipeline(options=options)
     from apache_beam.portability.api import beam_provision_api_pb2
     from apache_beam.runners.portability.portable_runner import JobServiceHandle
