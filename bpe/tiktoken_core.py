@@ -64,17 +64,15 @@ def fast_encoder(tokenizer: Tokenizer, proven: bool = False) -> tuple[Callable[[
     if tokenizer.pattern not in PRESETS.values():
         return None, "custom pre-tokenizer pattern: tiktoken's regex engine may split it differently"
     try:
-        import tiktoken  # noqa: F401  (an optional accelerator, not a dependency)
-    except ImportError:
+        # See _ArrayEncoder for why a tokenizer without special tokens gets one.
+        encoding = tokenizer.to_tiktoken(special_tokens=tokenizer.special_tokens or {_UNUSED_SPECIAL: tokenizer.vocab_size})
+    except ImportError:  # an optional accelerator, not a dependency
         return None, "tiktoken is not installed"
+    except Exception as e:  # any failure to build it just means the slow path
+        return None, f"tiktoken rejected the vocabulary: {e}"
     mismatch = None if proven else _rank_mismatch(tokenizer)
     if mismatch:
         return None, mismatch
-    try:
-        # See _ArrayEncoder for why a tokenizer without special tokens gets one.
-        encoding = tokenizer.to_tiktoken(special_tokens=tokenizer.special_tokens or {_UNUSED_SPECIAL: tokenizer.vocab_size})
-    except Exception as e:  # any failure to build it just means the slow path
-        return None, f"tiktoken rejected the vocabulary: {e}"
     encode = _ArrayEncoder(encoding)
     ours = tokenizer.encode(VERIFICATION_SAMPLE)
     theirs = encode(VERIFICATION_SAMPLE).tolist()

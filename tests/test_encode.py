@@ -2,6 +2,7 @@
 
 import glob
 import random
+import sys
 from array import array
 from collections import Counter
 
@@ -125,6 +126,14 @@ def test_array_encoder_without_tiktokens_buffer_call_gives_the_same_arrays(token
 def test_fast_encoder_refuses_custom_pattern():
     tok = bpe.Tokenizer([(97, 98)], pattern=r"\w+|\W")
     assert fast_encoder(tok)[0] is None
+
+
+def test_without_tiktoken_everything_goes_through_our_encoder(monkeypatch, texts):
+    monkeypatch.setitem(sys.modules, "tiktoken", None)  # `import tiktoken` now fails
+    tok = train_small(texts[:1], vocab_size=300)
+    encode, reason = fast_encoder(tok)
+    assert encode is None and reason == "tiktoken is not installed"
+    assert tok.encode_batch(texts) == [tok.encode(text) for text in texts]
 
 
 def _random_tokenizer(rng, alphabet=b"ab"):
