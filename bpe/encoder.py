@@ -29,7 +29,7 @@ new pieces remain. Tried and measured, no gain worth its code:
 - a two-generation cache (hot pieces survive a reset): no better than one
   generation of the same total size;
 - Python's ``re`` with the letter and number classes spelled out: 2.4x slower
-  than ``regex``, and its ``\s`` differs;
+  than ``regex``, and its whitespace class differs;
 - caching whole whitespace-delimited chunks to skip the regex: 57% of them
   repeat, but finding them costs what the regex saves;
 - backtracking over the vocabulary, longest-match guesses, joining cached
