@@ -1,28 +1,12 @@
 """Shared fixtures: small corpora written to real files, and pipeline assertions."""
 
-import bz2
-import gzip
-import lzma
 import pathlib
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import zstandard
-from apache_beam.testing.util import BeamAssertException
 
-
-def compress(data: bytes, name: str) -> bytes:
-    """``data`` compressed as the file name's extension says (.gz .bz2 .zst .xz)."""
-    if name.endswith(".gz"):
-        return gzip.compress(data)
-    if name.endswith(".bz2"):
-        return bz2.compress(data)
-    if name.endswith(".zst"):
-        return zstandard.ZstdCompressor().compress(data)
-    if name.endswith(".xz"):
-        return lzma.compress(data)
-    return data
+from tests.helpers import compress
 
 
 class Corpus:
@@ -63,25 +47,25 @@ def corpus(tmp_path) -> Corpus:
     return Corpus(tmp_path / "corpus")
 
 
-def dead_letters_like(expected):
-    """An assert_that matcher for dead letters.
-
-    Args:
-      expected: (file, record, reason_substring) triples; each actual dead
-        letter must match one, by file and record exactly and by a reason that
-        contains the substring.
-    """
-    expected = sorted(expected)
-
-    def match(actual):
-        actual = sorted(actual)
-        problems = []
-        if len(actual) != len(expected):
-            problems.append(f"expected {len(expected)} dead letters, got {len(actual)}")
-        for want, got in zip(expected, actual):
-            if (got.file, got.record) != want[:2] or want[2] not in got.reason:
-                problems.append(f"expected {want}, got {tuple(got)}")
-        if problems:
-            raise BeamAssertException("; ".join(problems) + f"\nall: {actual}")
-
-    return match
+@pytest.fixture
+def s3_bucket():
+    """A bucket on a real moto S3 server on 127.0.0.1; yields (boto3 client, Beam options)."""
+    boto3 = pytest.importorskip("boto3")
+    server_module = pytest.importorskip("moto.server")
+    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    client = boto3.client(
+        "s3", endpoint_url=endpoint, region_name="us-east-1",
+        aws_access_key_id="testing", aws_secret_access_key="testing",
+    )
+    client.create_bucket(Bucket="corpus")
+    options = [
+        f"--s3_endpoint_url={endpoint}", "--s3_region_name=us-east-1",
+        "--s3_access_key_id=testing", "--s3_secret_access_key=testing",
+    ]
+    try:
+        yield client, options
+    finally:
+        server.stop()

@@ -19,8 +19,7 @@ import pytest
 import bpe
 from pipeline import cli
 from tests.real_text import multilingual
-from tests.test_encode import train_small
-from tests.test_encode_cli import IN_MEMORY, read_rows
+from tests.helpers import IN_MEMORY, read_rows, train_small
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 BEAM_BPE = [sys.executable, "-m", "pipeline.cli"]

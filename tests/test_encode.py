@@ -4,7 +4,6 @@ import glob
 import random
 import sys
 from array import array
-from collections import Counter
 
 import apache_beam as beam
 import pyarrow as pa
@@ -14,7 +13,7 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 import bpe
-from bpe.pretokenize import PreTokenizer
+from tests.helpers import IN_MEMORY, train_small
 from tests.real_text import multilingual
 from transforms.decode import DecodeShards
 from bpe.tiktoken_core import fast_encoder
@@ -22,15 +21,6 @@ from transforms.encode import EncodeDocuments, TokenRow, read_tokenizer
 from transforms.read import Document
 from transforms.shards import EOS_KEY, INPUT_BYTES_KEY, SHA256_KEY, VOCAB_SIZE_KEY, WriteTokenShards, rows_to_table, shard_schema
 
-IN_MEMORY = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
-
-
-def train_small(docs, vocab_size=600, special_tokens=("<|endoftext|>",)):
-    counts = Counter()
-    pre = PreTokenizer("gpt2")
-    for doc in docs:
-        counts.update(pre.split(doc))
-    return bpe.train(counts, vocab_size=vocab_size, special_tokens=special_tokens)
 
 
 @pytest.fixture(scope="module")

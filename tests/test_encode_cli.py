@@ -2,7 +2,6 @@
 
 import gzip
 import json
-import pathlib
 
 import duckdb
 import pyarrow as pa
@@ -13,10 +12,9 @@ import pytest
 import bpe
 from pipeline import cli
 from tests.real_text import multilingual
-from tests.test_encode import train_small
+from tests.helpers import IN_MEMORY, read_rows, train_small
 from transforms.shards import EOS_KEY, SHA256_KEY
 
-IN_MEMORY = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
 EOS = "<|endoftext|>"
 
 
@@ -51,11 +49,6 @@ def corpus(tmp_path_factory):
 
 def encode(*argv: str) -> int:
     return cli.main(["encode", *argv, *IN_MEMORY])
-
-
-def read_rows(out: pathlib.Path) -> list[tuple[str, list[int]]]:
-    table = pq.read_table(sorted(out.glob("part-*.parquet")))
-    return list(zip(table.column("id").to_pylist(), table.column("tokens").to_pylist()))
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ same path a pipeline takes on Flink, Spark or Dataflow.
 import os
 
 from tests.beam_services import portable_runner_flags  # noqa: F401  (fixture)
-from tests.test_train_cli import IN_MEMORY, merges, stats, train, word_counts, write_stdlib_corpus
+from tests.helpers import IN_MEMORY, merges, stats, train, word_counts, write_stdlib_corpus
 
 VOCAB = 400
 

@@ -17,7 +17,7 @@ from apache_beam.testing.util import BeamAssertException, assert_that, equal_to
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import compress, dead_letters_like
+from tests.helpers import compress, dead_letters_like
 from transforms.dead_letters import WriteDeadLetters
 from transforms.read import (
     DeadLetter,
@@ -367,30 +367,6 @@ def test_write_dead_letters_writes_a_shard_when_there_are_none(tmp_path):
         _ = p | "Letters" >> beam.Create([]).with_output_types(DeadLetter) | "Write" >> WriteDeadLetters(out)
     files = list((tmp_path / "out" / "dead_letters").glob("dead_letters-*.jsonl"))
     assert files and all(f.read_bytes() == b"" for f in files)
-
-
-@pytest.fixture
-def s3_bucket():
-    """A bucket on a real moto S3 server on 127.0.0.1; yields (boto3 client, Beam options)."""
-    boto3 = pytest.importorskip("boto3")
-    server_module = pytest.importorskip("moto.server")
-    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    client = boto3.client(
-        "s3", endpoint_url=endpoint, region_name="us-east-1",
-        aws_access_key_id="testing", aws_secret_access_key="testing",
-    )
-    client.create_bucket(Bucket="corpus")
-    options = [
-        f"--s3_endpoint_url={endpoint}", "--s3_region_name=us-east-1",
-        "--s3_access_key_id=testing", "--s3_secret_access_key=testing",
-    ]
-    try:
-        yield client, options
-    finally:
-        server.stop()
 
 
 def test_reads_from_s3(s3_bucket):

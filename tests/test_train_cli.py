@@ -9,76 +9,14 @@ import pathlib
 import sysconfig
 
 import apache_beam as beam
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 import bpe
 from bpe.pretokenize import PreTokenizer
-from pipeline import cli, config, runners
+from pipeline import config, runners
 from pipeline.errors import UserError
 from transforms.read import match_inputs
-
-STDLIB = pathlib.Path(sysconfig.get_path("stdlib"))
-# Real text from this machine: code, prose docstrings, a little non-ASCII.
-STDLIB_FILES = ("textwrap.py", "difflib.py", "calendar.py", "string.py")
-VOCAB = 400
-# Fast, single-process runner for tests where the runner is not the point.
-IN_MEMORY = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
-
-
-def stdlib_lines() -> list[bytes]:
-    lines = []
-    for name in STDLIB_FILES:
-        with open(STDLIB / name, "rb") as f:
-            lines.extend(f.readlines())
-    return lines
-
-
-def write_stdlib_corpus(root: pathlib.Path) -> dict[str, str]:
-    """The same documents (stdlib lines) as 1 text file, 8 text shards and 8 jsonl.gz shards.
-
-    Returns the --input glob of each layout.
-    """
-    lines = stdlib_lines()
-    (root / "one").mkdir(parents=True)
-    (root / "one" / "corpus.txt").write_bytes(b"".join(lines))
-    (root / "shards").mkdir()
-    (root / "jsonl").mkdir()
-    for shard in range(8):
-        part = lines[shard::8]  # interleaved: every shard gets a mix of files
-        (root / "shards" / f"part-{shard}.txt").write_bytes(b"".join(part))
-        records = "".join(json.dumps({"text": line.decode("utf-8")}) + "\n" for line in part)
-        (root / "jsonl" / f"part-{shard}.jsonl.gz").write_bytes(gzip.compress(records.encode("utf-8")))
-    return {
-        "one": str(root / "one" / "corpus.txt"),
-        "shards": str(root / "shards" / "part-*.txt"),
-        "jsonl": str(root / "jsonl" / "*.jsonl.gz"),
-    }
-
-
-def train(*argv: str) -> int:
-    return cli.main(["train", "--no-progress", *argv])
-
-
-def merges(output) -> list:
-    with open(os.path.join(output, "tokenizer.json"), encoding="utf-8") as f:
-        return json.load(f)["model"]["merges"]
-
-
-def word_counts(output) -> dict[bytes, int]:
-    table = pq.read_table(os.path.join(output, "word_counts.parquet"))
-    assert table.schema.field("word").type == pa.binary()
-    assert table.schema.field("count").type == pa.int64()
-    rows = dict(zip(table.column("word").to_pylist(), table.column("count").to_pylist()))
-    assert len(rows) == table.num_rows, "a word appears twice in the table"
-    return rows
-
-
-def stats(output) -> dict:
-    with open(os.path.join(output, "train_stats.json"), encoding="utf-8") as f:
-        return json.load(f)
-
+from tests.helpers import IN_MEMORY, VOCAB, merges, stats, stdlib_lines, train, word_counts, write_stdlib_corpus
 
 def plain_count(documents) -> collections.Counter:
     counter = collections.Counter()

@@ -1,0 +1,35 @@
+"""The counters beam-bpe reports: one namespace, ``beam_bpe``, with the step as a prefix.
+
+Every DoFn makes its counters here, and the drivers read them back by the same
+names, so a name is spelt once:
+
+    documents = metrics.counter("read", "documents")   # in a DoFn: beam_bpe / read.documents
+    ...
+    totals = committed_counters(result)                # in a driver
+    totals.get(metrics.key("read", "documents"))
+
+Steps: ``read`` (ReadDocuments), ``count`` (CountPreTokens), ``encode``
+(EncodeDocuments), ``shards`` (WriteTokenShards), ``dead_letters``
+(WriteDeadLetters), ``decode`` (DecodeShards).
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+
+NAMESPACE = "beam_bpe"
+
+
+def name(step: str, what: str) -> str:
+    """A counter's name within the namespace: ``step.what``."""
+    return f"{step}.{what}"
+
+
+def counter(step: str, what: str):
+    """The Beam counter ``beam_bpe / step.what``."""
+    return beam.metrics.Metrics.counter(NAMESPACE, name(step, what))
+
+
+def key(step: str, what: str) -> tuple[str, str]:
+    """The (namespace, name) under which a driver finds the counter's total."""
+    return NAMESPACE, name(step, what)
