@@ -150,7 +150,7 @@ def decompress(raw, codec: _Codec) -> Iterator[bytes]:
                 data = raw.read(_INPUT_CHUNK)
                 if not data:
                     if stream is not None:
-                        raise EOFError("compressed stream ended before its end-of-stream marker")
+                        raise EOFError("Compressed file ended before the end-of-stream marker was reached")
                     return
             if stream is None:
                 if codec.zero_padding:
