@@ -15,11 +15,14 @@ import sysconfig
 import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
-from apache_beam.testing.util import BeamAssertException
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.testing import test_pipeline
+from apache_beam.testing.util import BeamAssertException, assert_that, equal_to
 
 import bpe
 from bpe.pretokenize import PreTokenizer
 from pipeline import cli
+from transforms.read import Document, ReadDocuments
 
 
 def compress(data: bytes, name: str) -> bytes:
@@ -131,3 +134,23 @@ def train_small(docs, vocab_size=600, special_tokens=("<|endoftext|>",)):
 def read_rows(out: pathlib.Path) -> list[tuple[str, list[int]]]:
     table = pq.read_table(sorted(out.glob("part-*.parquet")))
     return list(zip(table.column("id").to_pylist(), table.column("tokens").to_pylist()))
+
+
+def check_read(patterns, documents, dead_letters=(), options=(), **kwargs):
+    """Runs ReadDocuments(patterns, **kwargs) and asserts its two outputs.
+
+    Args:
+      documents: the exact Documents expected, in any order.
+      dead_letters: (file, record, reason_substring) triples, as for
+        ``dead_letters_like``.
+      options: pipeline flags (e.g. the S3 fixture's).
+    """
+    with test_pipeline.TestPipeline(options=PipelineOptions(list(options))) as p:
+        result = p | "Read" >> ReadDocuments(patterns, **kwargs)
+        assert_that(result.documents, equal_to(documents), label="Documents")
+        assert_that(result.dead_letters, dead_letters_like(dead_letters), label="DeadLetters")
+
+
+def text_documents(path, lines, first=1):
+    """The Documents of a text file's lines, numbered from ``first``."""
+    return [Document(path, first + i, line, None) for i, line in enumerate(lines)]

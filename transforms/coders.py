@@ -1,12 +1,11 @@
 """A coder for the elements our pipelines pass around, with a cheap size estimate.
 
 Beam's workers estimate the size of sampled elements for their metrics by
-encoding them, and they sample far more often than one would guess (most
-documents of a job with a few thousand of them). With the default coder that
-means pickling: measured on a 50 MB encode job, Beam pickled 120 MB of
-documents, token rows and Arrow tables only to take their length. Subclasses
-of ``SizedPickleCoder`` encode the same way (pickle, fast for these types) but
-estimate an element's size from lengths it already knows.
+encoding them, and they sample often (most documents of a small job). With
+the default coder that means pickling documents, token rows and Arrow tables
+only to take their length. Subclasses of ``SizedPickleCoder`` encode the same
+way (pickle, fast for these types) but estimate an element's size from
+lengths they already know.
 
 Each element type registers its coder beside its definition
 (``beam.coders.registry.register_coder(Document, DocumentCoder)``); a

@@ -1,0 +1,141 @@
+"""Reading one planned piece of a file into documents and dead letters.
+
+Only reading is guarded: a read that fails part-way (a truncated or damaged
+compressed stream, an I/O error) ends the piece with one dead letter, record
+-1, whose reason says after which record reading stopped, and keeps the
+documents read before it. The records after that point are unknowable, so
+that single dead letter stands for all of them.
+"""
+
+import io
+from collections.abc import Iterator
+
+import apache_beam as beam
+import pyarrow.parquet as pq
+
+from transforms import metrics
+from transforms.read.compression import READ_ERRORS, open_file
+from transforms.read.documents import Document, dead_letter, describe
+from transforms.read.planning import ByteRange, ReadTask, RowGroups
+from transforms.read.records import (
+    id_column_problem,
+    id_values,
+    parse_json_line,
+    strip_bom,
+    text_column_problem,
+    text_values,
+)
+
+__all__ = ["ReadFn"]
+
+
+class ReadFn(beam.DoFn):
+    """Reads one task into documents and dead letters (tagged ``dead_letters``)."""
+
+    def __init__(self, text_field: str, id_field: str | None):
+        self._text_field = text_field
+        self._id_field = id_field
+
+    def setup(self):
+        self._documents = metrics.counter("read", "documents")
+        self._bytes = metrics.counter("read", "bytes")
+        self._blank_lines = metrics.counter("read", "blank_lines")
+
+    def process(self, task: ReadTask):
+        if task.format == "parquet":
+            outputs = self._read_parquet(task)
+        else:
+            outputs = self._read_lines(task)
+        # Counted locally and added once per task: a counter update per
+        # document would cost more than reading it.
+        documents = size = 0
+        try:
+            for output in outputs:
+                if isinstance(output, Document):
+                    documents += 1
+                    size += len(output.data)
+                yield output
+        finally:
+            self._documents.inc(documents)
+            self._bytes.inc(size)
+
+    def _read_lines(self, task: ReadTask):
+        lines = _lines(task.file, task.compression, task.part)
+        record = task.first_record - 1
+        while True:
+            try:
+                line = next(lines)
+            except StopIteration:
+                return
+            except READ_ERRORS as e:
+                yield dead_letter(
+                    task.file, -1,
+                    f"reading {task.part.describe()} stopped after record {record}: {describe(e)}",
+                )
+                return
+            record += 1
+            if task.format == "text":
+                yield Document(task.file, record, line, None)
+                continue
+            if record == 1:
+                line = strip_bom(line)
+            if not line.strip():
+                self._blank_lines.inc()
+                continue
+            parsed = parse_json_line(line, self._text_field, self._id_field)
+            if isinstance(parsed, str):
+                yield dead_letter(task.file, record, parsed)
+            else:
+                yield Document(task.file, record, *parsed)
+
+    def _read_parquet(self, task: ReadTask):
+        row = task.first_record  # the next row to read, for the failure message
+        try:
+            with open_file(task.file, task.compression) as stream:
+                if task.compression:
+                    # Parquet needs random access; a compressed one is read whole.
+                    stream = io.BytesIO(stream.read())
+                parquet = pq.ParquetFile(stream)
+                schema = parquet.schema_arrow
+                problem = text_column_problem(schema, self._text_field) or id_column_problem(schema, self._id_field)
+                if problem:
+                    yield dead_letter(task.file, -1, problem)
+                    return
+                for texts, ids in _row_groups(parquet, task.part, self._text_field, self._id_field):
+                    for offset, (text, doc_id) in enumerate(zip(texts, ids)):
+                        if text is None:
+                            yield dead_letter(task.file, row + offset, f"field {self._text_field!r} is null")
+                        else:
+                            yield Document(task.file, row + offset, text, doc_id)
+                    row += len(texts)
+        except READ_ERRORS as e:
+            yield dead_letter(task.file, -1, f"reading parquet stopped before row {row}: {describe(e)}")
+
+
+def _row_groups(parquet: pq.ParquetFile, part: RowGroups, text_field: str, id_field: str | None):
+    """(texts, ids) of each row group of ``part``; ids are None when the file has no id column."""
+    with_id = bool(id_field) and id_field in parquet.schema_arrow.names
+    columns = [text_field] + ([id_field] if with_id and id_field != text_field else [])
+    stop = parquet.metadata.num_row_groups if part.stop is None else part.stop
+    for group in range(part.first, stop):
+        table = parquet.read_row_group(group, columns=columns)
+        texts = text_values(table.column(text_field))
+        ids = id_values(table.column(id_field)) if with_id else [None] * len(texts)
+        yield texts, ids
+
+
+def _lines(file: str, compression: str, part: ByteRange) -> Iterator[bytes]:
+    """The lines of a byte range, newlines kept."""
+    with open_file(file, compression) as stream:
+        if part.start:
+            stream.seek(part.start)
+        remaining = None if part.stop is None else part.stop - part.start
+        for line in stream:
+            if remaining is not None:
+                if len(line) >= remaining:
+                    # The planner put `stop` at a line start; the cut only
+                    # matters if the file changed since planning.
+                    yield line[:remaining]
+                    return
+                remaining -= len(line)
+            yield line
