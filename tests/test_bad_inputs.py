@@ -56,8 +56,7 @@ import pytest
 import bpe
 from pipeline import cli
 from tests.real_text import multilingual
-from tests.helpers import IN_MEMORY, read_rows, train_small
-from tests.test_train_cli import plain_count, word_counts
+from tests.helpers import IN_MEMORY, plain_count, read_rows, train_small, word_counts
 from transforms.shards import shard_schema
 
 REPO = pathlib.Path(__file__).resolve().parent.parent

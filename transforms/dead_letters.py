@@ -6,6 +6,8 @@ import json
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from transforms import metrics
+
 __all__ = ["WriteDeadLetters", "dead_letter_json"]
 
 
@@ -20,7 +22,7 @@ def dead_letter_json(dead_letter) -> str:
 
 class _ToJsonFn(beam.DoFn):
     def __init__(self):
-        self._dead_letters = beam.metrics.Metrics.counter("WriteDeadLetters", "dead_letters")
+        self._dead_letters = metrics.counter("dead_letters", "written")
 
     def process(self, dead_letter):
         self._dead_letters.inc()
@@ -34,7 +36,7 @@ class WriteDeadLetters(beam.PTransform):
     Written through Beam's file sink (temporary files, then an atomic rename),
     so retried bundles leave no duplicates. At least one shard is written, even
     when there are no dead letters, so readers always find the directory.
-    Counter: ``dead_letters`` in namespace "WriteDeadLetters".
+    Counter (``transforms.metrics``): ``dead_letters.written``.
 
     Args:
       output_dir: the job's output directory (local path or URL).
