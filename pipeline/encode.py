@@ -16,7 +16,7 @@ directory without stats.json holds leftovers, which a rerun removes (saying so
 on stderr) before starting over. A directory with a complete result is refused
 unless ``--overwrite``; with it the old result stays whole until the new one is
 ready. (stats.json rather than a separate ``_SUCCESS`` file: readers already
-look for it, and it has always been written last.)
+look for it.)
 """
 
 from __future__ import annotations

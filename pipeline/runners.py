@@ -15,9 +15,9 @@ workers log warnings only, so the command's output stays readable. Any flag the
 user gives wins, because Beam takes the last value of a repeated flag and ours
 come first.
 
-DirectRunner jobs run on Beam's FnApiRunner, always. Beam 2.77's DirectRunner
-first tries Prism, a Go binary it downloads from GitHub when the job starts, and
-falls back to the FnApiRunner only when that fails (e.g. offline). Prism ignores
+DirectRunner jobs run on Beam's FnApiRunner, always. Beam's DirectRunner may
+first try Prism, a Go binary it downloads from GitHub when the job starts, and
+fall back to the FnApiRunner only when that fails (e.g. offline). Prism ignores
 the flags above, and the FnApiRunner is what our tests run, so a job behaves the
 same online and offline and never downloads anything. ``--runner=PrismRunner``
 still gets Prism. The FnApiRunner's worker processes start as
@@ -76,8 +76,8 @@ def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
       beam_args: Beam's own flags as the user gave them (``--runner=...``).
 
     Raises:
-      UserError: for Beam's DaskRunner, which (Beam 2.77) silently drops the
-        elements of multi-branch pipelines and of file sinks: our jobs are both.
+      UserError: for Beam's DaskRunner, which silently drops the elements of
+        multi-branch pipelines and of file sinks: our jobs are both.
     """
     beam_args = list(beam_args)
     options = PipelineOptions(beam_args)
