@@ -38,9 +38,14 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.errors import UserError
+from transforms.dead_letters import DEAD_LETTER_GLOB, DEAD_LETTERS_DIR
 
-DEAD_LETTERS_DIR = "dead_letters"
-DEAD_LETTER_GLOB = "dead_letters-*-of-*.jsonl"
+__all__ = [
+    "DEAD_LETTERS_DIR", "DEAD_LETTER_GLOB", "STAGING_DIR", "StagedOutput", "absolute", "check_writable",
+    "dead_letter_files", "dead_letter_glob", "dead_letter_lines", "delete", "exists", "fail_if_strict",
+    "is_local", "local_path", "matching", "open_read", "print_dead_letters", "read_dead_letters", "read_json",
+    "remove", "size", "temporary_path", "write_atomic", "write_json",
+]
 STAGING_DIR = ".staging"  # hidden from pyarrow.dataset and from globs like part-*
 # Beam's file sinks write beside their output first; a killed job leaves these.
 BEAM_TEMP_GLOB = "beam-temp-*"
@@ -133,7 +138,8 @@ def check_writable(directory: str, flag: str = "--output") -> None:
             if os.path.exists(directory) and not os.path.isdir(directory):
                 raise UserError(f"{flag} {directory} exists and is not a directory")
             os.makedirs(directory, exist_ok=True)
-        FileSystems.create(probe).close()
+        with FileSystems.create(probe) as f:
+            f.write(b"ok")  # not empty: some object stores refuse an empty multipart upload
         FileSystems.delete([probe])
     except UserError:
         raise

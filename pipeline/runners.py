@@ -32,6 +32,7 @@ import sys
 from typing import Sequence
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 from apache_beam.portability import python_urns
 from apache_beam.runners.portability.fn_api_runner import fn_runner
@@ -70,7 +71,8 @@ def is_direct(options: PipelineOptions) -> bool:
 
 
 def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
-    """Builds PipelineOptions from Beam flags, with our DirectRunner defaults.
+    """Builds PipelineOptions from Beam flags, with our DirectRunner defaults, and
+    gives them to Beam's FileSystems for the driver's own reads and writes.
 
     Args:
       beam_args: Beam's own flags as the user gave them (``--runner=...``).
@@ -91,7 +93,11 @@ def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
         # In multi_processing mode the runner re-logs every worker warning
         # (e.g. about options only the driver knows) as its own; keep errors.
         logging.getLogger("apache_beam.runners.portability.local_job_service").setLevel(logging.ERROR)
-        return PipelineOptions([*DIRECT_DEFAULTS, *beam_args])
+        options = PipelineOptions([*DIRECT_DEFAULTS, *beam_args])
+    # The driver's own file access before the job (matching inputs, checking the
+    # output, reading a tokenizer) uses the same file-system options (S3
+    # endpoint, credentials) as the job will.
+    FileSystems.set_options(options)
     return options
 
 

@@ -112,8 +112,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     _check_misspelled_flags(beam_args)
     config_flags = resolve(args, SETTINGS, args.config)
     output = _check_settings(args)
-    given_table = read_word_counts(args.word_counts) if args.word_counts else None  # bad: fail now
     options = pipeline_options([*config_flags, *beam_args])
+    given_table = read_word_counts(args.word_counts) if args.word_counts else None  # bad: fail now
     files = [] if args.word_counts else _match(args.input)
     outputs.check_writable(output)
     stats = TrainStats(

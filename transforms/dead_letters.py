@@ -8,7 +8,13 @@ from apache_beam.io.filesystems import FileSystems
 
 from transforms import metrics
 
-__all__ = ["WriteDeadLetters", "dead_letter_json"]
+__all__ = ["DEAD_LETTERS_DIR", "DEAD_LETTER_GLOB", "WriteDeadLetters", "dead_letter_json"]
+
+# The layout under a job's output directory: DIR/dead_letters/dead_letters-SSSSS-of-NNNNN.jsonl.
+DEAD_LETTERS_DIR = "dead_letters"
+DEAD_LETTER_PREFIX = "dead_letters"
+DEAD_LETTER_SUFFIX = ".jsonl"
+DEAD_LETTER_GLOB = f"{DEAD_LETTER_PREFIX}-*-of-*{DEAD_LETTER_SUFFIX}"
 
 
 def dead_letter_json(dead_letter) -> str:
@@ -45,9 +51,9 @@ class WriteDeadLetters(beam.PTransform):
     output_dir: str
 
     def expand(self, dead_letters):
-        prefix = FileSystems.join(self.output_dir, "dead_letters", "dead_letters")
+        prefix = FileSystems.join(self.output_dir, DEAD_LETTERS_DIR, DEAD_LETTER_PREFIX)
         return (
             dead_letters
             | "ToJson" >> beam.ParDo(_ToJsonFn())
-            | "WriteJsonLines" >> beam.io.WriteToText(prefix, file_name_suffix=".jsonl")
+            | "WriteJsonLines" >> beam.io.WriteToText(prefix, file_name_suffix=DEAD_LETTER_SUFFIX)
         )
