@@ -113,6 +113,13 @@ def _load_tokenizer(path: str) -> Tokenizer:
         raise UserError(str(e)) from None
 
 
+def _eos_id(tokenizer: Tokenizer, eos_token: str | None) -> int:
+    try:
+        return eos_token_id(tokenizer, eos_token)
+    except ValueError as e:
+        raise UserError(f"--append-eos: {e}") from None
+
+
 def _encode_documents(args: argparse.Namespace, tokenizer: Tokenizer) -> beam.PTransform:
     """EncodeDocuments for the run; the proof that tiktoken gives our IDs is
     O(vocabulary), so it runs once, here."""
@@ -140,12 +147,7 @@ def _check_arguments(args: argparse.Namespace, output: outputs.StagedOutput) -> 
     if args.eos_token is not None and not args.append_eos:
         raise UserError("--eos-token needs --append-eos")
     tokenizer = _load_tokenizer(args.tokenizer)
-    eos_id = None
-    if args.append_eos:
-        try:
-            eos_id = eos_token_id(tokenizer, args.eos_token)
-        except ValueError as e:
-            raise UserError(f"--append-eos: {e}") from None
+    eos_id = _eos_id(tokenizer, args.eos_token) if args.append_eos else None
     try:
         match_inputs(args.input)
     except FileNotFoundError as e:
