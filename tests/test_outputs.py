@@ -125,11 +125,11 @@ def _object(client, key: str) -> bytes:
 def test_train_and_encode_write_to_an_object_store(s3_bucket, capsys):
     client, options = s3_bucket
     lines = [f"line {i}: the {'quick' if i % 2 else 'lazy'} fox {i * i}\n".encode() for i in range(200)]
-    client.put_object(Bucket="corpus", Key="in/a.txt", Body=b"".join(lines))
-    client.put_object(Bucket="corpus", Key="in/b.jsonl", Body=b'{"text": "three", "id": "b3"}\n{"text": 4}\n')
+    client.put_object(Bucket="corpus", Key="drivers-in/a.txt", Body=b"".join(lines))
+    client.put_object(Bucket="corpus", Key="drivers-in/b.jsonl", Body=b'{"text": "three", "id": "b3"}\n{"text": 4}\n')
     beam = [*options, *IN_MEMORY]
 
-    assert train("--input", "s3://corpus/in/*", "--vocab-size", "280", "--output", "s3://corpus/tok", *beam) == 0
+    assert train("--input", "s3://corpus/drivers-in/*", "--vocab-size", "280", "--output", "s3://corpus/tok", *beam) == 0
     assert _objects(client, "tok/") == [
         "dead_letters/dead_letters-00000-of-00001.jsonl", "tokenizer.json", "train_stats.json",
         "word_counts.complete", "word_counts.parquet"]
@@ -139,18 +139,18 @@ def test_train_and_encode_write_to_an_object_store(s3_bucket, capsys):
     stats = json.loads(_object(client, "tok/train_stats.json"))
     assert stats["dead_letters"] == 1 and stats["documents"] == 201 and stats["merges"] == 280 - 256
     # The count marker on the object store is found again by --resume.
-    assert train("--input", "s3://corpus/in/*", "--vocab-size", "280", "--output", "s3://corpus/tok",
+    assert train("--input", "s3://corpus/drivers-in/*", "--vocab-size", "280", "--output", "s3://corpus/tok",
                  "--resume", *beam) == 0
     assert "the count phase is complete" in capsys.readouterr().err
 
-    encode = ["encode", "--tokenizer", "s3://corpus/tok", "--input", "s3://corpus/in/*", "--output", "s3://corpus/shards"]
+    encode = ["encode", "--tokenizer", "s3://corpus/tok", "--input", "s3://corpus/drivers-in/*", "--output", "s3://corpus/shards"]
     assert cli.main([*encode, *beam]) == 0
     assert _objects(client, "shards/") == [
         "dead_letters/dead_letters-00000-of-00001.jsonl", "part-00000-of-00001.parquet", "stats.json"]
     tok = bpe.Tokenizer.from_json(_object(client, "tok/tokenizer.json"))
     shard = pq.read_table(io.BytesIO(_object(client, "shards/part-00000-of-00001.parquet")))
     rows = dict(zip(shard.column("id").to_pylist(), shard.column("tokens").to_pylist()))
-    assert rows["b3"] == tok.encode(b"three") and rows["s3://corpus/in/a.txt:7"] == tok.encode(lines[6])
+    assert rows["b3"] == tok.encode(b"three") and rows["s3://corpus/drivers-in/a.txt:7"] == tok.encode(lines[6])
     stats = json.loads(_object(client, "shards/stats.json"))
     assert stats["documents"] == 201 and stats["dead_letters"] == 1 and stats["records_read"] == 202
     # A complete result is refused without --overwrite, replaced with it.
