@@ -12,8 +12,7 @@ written as soon as whole characters exist: an incomplete UTF-8 tail is held back
 and bytes known to be invalid become U+FFFD at once (the same output as
 ``Tokenizer.stream_decoder``). At the end a held-back tail becomes U+FFFD, or
 with --strict any invalid UTF-8 is an error naming the token position. IDs are
-handled a whole read at a time, so the loop keeps up with millions of IDs a
-second.
+parsed and range-checked a whole read at a time, not one by one.
 """
 
 from __future__ import annotations
@@ -23,18 +22,16 @@ import os
 import sys
 from typing import BinaryIO
 
-import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 
 from bpe.tokenizer import Tokenizer, TokenizerFileError
+from pipeline import outputs
 from pipeline.errors import UserError
-from transforms.decode import strip_eos
+from transforms.decode import decode_tokens
 from transforms.encode import read_tokenizer
 from transforms.read import match_inputs
-from transforms.shards import EOS_KEY, SHA256_KEY
+from transforms.shards import shard_eos_id, shard_schema_problem, shard_tokenizer_sha256
 
 READ_SIZE = 1 << 16
 # No valid ID is longer than this many digits; a longer run is reported at once
@@ -58,10 +55,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         raise UserError("--id goes with --input, not --stream")
     if args.strict and not args.stream:
         raise UserError("--strict goes with --stream")
-    try:
-        tokenizer = read_tokenizer(args.tokenizer)
-    except TokenizerFileError as e:
-        raise UserError(str(e)) from None
+    tokenizer = _load_tokenizer(args.tokenizer)
     out = sys.stdout.buffer
     try:
         if args.stream:
@@ -74,6 +68,14 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     return 0
 
 
+def _load_tokenizer(path: str) -> Tokenizer:
+    """The one place this command calls ``transforms.encode``: loading the tokenizer."""
+    try:
+        return read_tokenizer(path)
+    except TokenizerFileError as e:
+        raise UserError(str(e)) from None
+
+
 def decode_shards(tokenizer: Tokenizer, patterns: list[str], out: BinaryIO, only_id: str | None = None) -> int:
     """Writes the documents of the shards to ``out``; returns how many."""
     try:
@@ -83,51 +85,52 @@ def decode_shards(tokenizer: Tokenizer, patterns: list[str], out: BinaryIO, only
     written = 0
     for path in sorted(paths):
         try:
-            f = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
-        except Exception as e:  # FileSystems wraps OS and cloud errors in several types
+            f = outputs.open_read(path)
+        except Exception as e:  # noqa: BLE001 - FileSystems wraps OS and cloud errors in several types
             raise UserError(f"cannot read {path}: {type(e).__name__}") from None
         with f:
-            try:
-                parquet = pq.ParquetFile(f)
-            except Exception as e:
-                raise UserError(f"{path} is not a Parquet file: {e}") from None
-            metadata = parquet.schema_arrow.metadata or {}
-            sha = metadata.get(SHA256_KEY, b"").decode()
-            if sha != tokenizer.sha256:
-                raise UserError(
-                    f"{path} was written by tokenizer {sha or '(unknown)'}, not by "
-                    f"{tokenizer.sha256} given with --tokenizer"
-                )
-            _check_shard_schema(path, parquet.schema_arrow)
-            eos_id = int(metadata[EOS_KEY]) if EOS_KEY in metadata else None
-            row = 0
-            for batch in parquet.iter_batches(columns=["id", "tokens"]):
-                if only_id is not None:
-                    batch = batch.filter(pc.equal(batch.column(0), only_id))
-                for doc_id, tokens in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
-                    row += 1
-                    try:
-                        out.write(tokenizer.decode_bytes(strip_eos(tokens, eos_id)))
-                    except ValueError as e:  # an ID outside the vocabulary: a damaged or foreign shard
-                        where = f"document {doc_id!r}" if only_id is not None else f"row {row} (id {doc_id!r})"
-                        raise UserError(f"{path}, {where}: {e}") from None
-                    written += 1
-            out.flush()
+            written += _decode_shard(tokenizer, path, _open_shard(tokenizer, path, f), out, only_id)
     if only_id is not None and not written:
         raise UserError(f"no document with id {only_id!r} in {', '.join(patterns)}")
     return written
 
 
-def _check_shard_schema(path: str, schema: pa.Schema) -> None:
-    """A token shard has an ``id`` string column and a ``tokens`` list of unsigned integers."""
-    names = schema.names
-    if "id" not in names or "tokens" not in names:
-        raise UserError(f"{path} is not a token shard: it needs columns id and tokens (it has {', '.join(names)})")
-    tokens = schema.field("tokens").type
-    if not (pa.types.is_list(tokens) or pa.types.is_large_list(tokens)) or not pa.types.is_unsigned_integer(
-        tokens.value_type
-    ):
-        raise UserError(f"{path} is not a token shard: column tokens has type {tokens}, expected a list of uint16 or uint32")
+def _open_shard(tokenizer: Tokenizer, path: str, f) -> pq.ParquetFile:
+    """The shard as a ParquetFile, checked: a token shard written by ``tokenizer``."""
+    try:
+        parquet = pq.ParquetFile(f)
+    except Exception as e:  # noqa: BLE001 - ArrowInvalid and OSError: not Parquet
+        raise UserError(f"{path} is not a Parquet file: {e}") from None
+    sha = shard_tokenizer_sha256(parquet.schema_arrow)
+    if sha != tokenizer.sha256:
+        raise UserError(
+            f"{path} was written by tokenizer {sha or '(unknown)'}, not by "
+            f"{tokenizer.sha256} given with --tokenizer"
+        )
+    problem = shard_schema_problem(parquet.schema_arrow)
+    if problem:
+        raise UserError(f"{path} is not a token shard: {problem}")
+    return parquet
+
+
+def _decode_shard(tokenizer: Tokenizer, path: str, parquet: pq.ParquetFile, out: BinaryIO,
+                  only_id: str | None) -> int:
+    """Writes one shard's documents (or the one with ``only_id``) to ``out``; returns how many."""
+    eos_id = shard_eos_id(parquet.schema_arrow)
+    row = written = 0
+    for batch in parquet.iter_batches(columns=["id", "tokens"]):
+        if only_id is not None:
+            batch = batch.filter(pc.equal(batch.column(0), only_id))
+        for doc_id, tokens in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+            row += 1
+            try:
+                out.write(decode_tokens(tokenizer, tokens, eos_id))
+            except ValueError as e:  # an ID outside the vocabulary: a damaged or foreign shard
+                where = f"document {doc_id!r}" if only_id is not None else f"row {row} (id {doc_id!r})"
+                raise UserError(f"{path}, {where}: {e}") from None
+            written += 1
+    out.flush()
+    return written
 
 
 class _StreamState:
@@ -219,14 +222,14 @@ def _write(out: BinaryIO, data: bytes) -> int:
 
 def _parse_ids(parts: list[bytes], vocab_size: int) -> tuple[list[int], bytes | None]:
     """The IDs of ``parts`` up to the first bad one, and the bad one (or None)."""
-    if b"".join(parts).isdigit() or not parts:
+    if parts and b"".join(parts).isdigit():
         ids = list(map(int, parts))
-        if not ids or max(ids) < vocab_size:
-            return ids, None
-    for i, part in enumerate(parts):
-        if not part.isdigit() or int(part) >= vocab_size:
-            return list(map(int, parts[:i])), part
-    raise AssertionError("unreachable")
+        if max(ids) < vocab_size:
+            return ids, None  # the usual read: checked as a whole
+    good = 0
+    while good < len(parts) and parts[good].isdigit() and int(parts[good]) < vocab_size:
+        good += 1
+    return list(map(int, parts[:good])), parts[good] if good < len(parts) else None
 
 
 def _token_error(token: bytes, position: int, vocab_size: int) -> str:

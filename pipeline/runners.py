@@ -15,9 +15,9 @@ workers log warnings only, so the command's output stays readable. Any flag the
 user gives wins, because Beam takes the last value of a repeated flag and ours
 come first.
 
-DirectRunner jobs run on Beam's FnApiRunner, always. Beam 2.77's DirectRunner
-first tries Prism, a Go binary it downloads from GitHub when the job starts, and
-falls back to the FnApiRunner only when that fails (e.g. offline). Prism ignores
+DirectRunner jobs run on Beam's FnApiRunner, always. Beam's DirectRunner may
+first try Prism, a Go binary it downloads from GitHub when the job starts, and
+fall back to the FnApiRunner only when that fails (e.g. offline). Prism ignores
 the flags above, and the FnApiRunner is what our tests run, so a job behaves the
 same online and offline and never downloads anything. ``--runner=PrismRunner``
 still gets Prism. The FnApiRunner's worker processes start as
@@ -32,6 +32,7 @@ import sys
 from typing import Sequence
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 from apache_beam.portability import python_urns
 from apache_beam.runners.portability.fn_api_runner import fn_runner
@@ -70,14 +71,15 @@ def is_direct(options: PipelineOptions) -> bool:
 
 
 def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
-    """Builds PipelineOptions from Beam flags, with our DirectRunner defaults.
+    """Builds PipelineOptions from Beam flags, with our DirectRunner defaults, and
+    gives them to Beam's FileSystems for the driver's own reads and writes.
 
     Args:
       beam_args: Beam's own flags as the user gave them (``--runner=...``).
 
     Raises:
-      UserError: for Beam's DaskRunner, which (Beam 2.77) silently drops the
-        elements of multi-branch pipelines and of file sinks: our jobs are both.
+      UserError: for Beam's DaskRunner, which silently drops the elements of
+        multi-branch pipelines and of file sinks: our jobs are both.
     """
     beam_args = list(beam_args)
     options = PipelineOptions(beam_args)
@@ -91,7 +93,11 @@ def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
         # In multi_processing mode the runner re-logs every worker warning
         # (e.g. about options only the driver knows) as its own; keep errors.
         logging.getLogger("apache_beam.runners.portability.local_job_service").setLevel(logging.ERROR)
-        return PipelineOptions([*DIRECT_DEFAULTS, *beam_args])
+        options = PipelineOptions([*DIRECT_DEFAULTS, *beam_args])
+    # The driver's own file access before the job (matching inputs, checking the
+    # output, reading a tokenizer) uses the same file-system options (S3
+    # endpoint, credentials) as the job will.
+    FileSystems.set_options(options)
     return options
 
 

@@ -1,6 +1,7 @@
 """Shared fixtures: small corpora written to real files, and pipeline assertions."""
 
 import pathlib
+import urllib.request
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -68,4 +69,6 @@ def s3_bucket():
     try:
         yield client, options
     finally:
+        # moto keeps its buckets per process, not per server: empty them for the next test.
+        urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST")).close()
         server.stop()

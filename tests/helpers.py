@@ -123,6 +123,15 @@ def stats(output) -> dict:
         return json.load(f)
 
 
+def plain_count(documents, pattern: str = "gpt2") -> collections.Counter:
+    """The obviously-correct count of pre-token pieces: a Counter over PreTokenizer pieces."""
+    counter = collections.Counter()
+    pre = PreTokenizer(pattern)
+    for doc in documents:
+        counter.update(pre.pieces(doc))
+    return counter
+
+
 def train_small(docs, vocab_size=600, special_tokens=("<|endoftext|>",)):
     counts = collections.Counter()
     pre = PreTokenizer("gpt2")

@@ -1,4 +1,4 @@
-"""CountPreTokens: the pipeline's counts equal a plain single-process count."""
+"""CountPreTokenTables: the pipeline's counts equal a plain single-process count."""
 
 import collections
 import pathlib
@@ -12,9 +12,10 @@ from apache_beam.testing.util import assert_that, equal_to
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpe.pretokenize import PreTokenizer
-from transforms.count import CountPreTokens, _CountBatchFn, _MergeCountsFn, count_pieces
+from transforms import metrics
+from transforms.count import CountPreTokenTables, _CountBatchFn, _MergeCountsFn, count_pieces
 from transforms.read import Document, ReadDocuments
+from tests.helpers import plain_count
 
 STDLIB = pathlib.Path(sysconfig.get_path("stdlib"))
 # A few real files from this machine: prose-heavy docstrings, code, non-ASCII.
@@ -32,13 +33,9 @@ MIXED_DOCUMENTS = [
 ]
 
 
-def plain_count(documents, pattern="gpt2"):
-    """The obviously-correct count: a Counter over PreTokenizer pieces."""
-    counter = collections.Counter()
-    pre = PreTokenizer(pattern)
-    for doc in documents:
-        counter.update(pre.pieces(doc))
-    return counter
+def count_rows(*args, **kwargs) -> beam.PTransform:
+    """The count as (piece, count) rows: every table's items (a piece is in one table only)."""
+    return CountPreTokenTables(*args, **kwargs) | "Rows" >> beam.FlatMap(dict.items)
 
 
 def docs(datas):
@@ -53,7 +50,7 @@ def test_stdlib_files_equal_plain_count():
     expected = plain_count(lines)
     with TestPipeline() as p:
         read = p | "Read" >> ReadDocuments(STDLIB_FILES, format="text")
-        counts = read.documents | "Count" >> CountPreTokens("gpt2", batch_bytes=20_000)
+        counts = read.documents | "Count" >> count_rows("gpt2", batch_bytes=20_000)
         assert_that(counts, equal_to(list(expected.items())))
 
 
@@ -69,7 +66,7 @@ def test_mixed_invalid_utf8_and_batching(batch_bytes, max_batch_pieces):
         counts = (
             p
             | beam.Create(docs(MIXED_DOCUMENTS))
-            | CountPreTokens("gpt2", batch_bytes=batch_bytes, max_batch_pieces=max_batch_pieces, num_partitions=3)
+            | count_rows("gpt2", batch_bytes=batch_bytes, max_batch_pieces=max_batch_pieces, num_partitions=3)
         )
         assert_that(counts, equal_to(list(expected.items())))
 
@@ -80,7 +77,7 @@ def test_custom_regex_keeps_text_between_matches():
     expected = plain_count(documents, r"\d+")
     assert expected == {b"ab": 1, b"12": 2, b"cd": 1, b"345": 1, b" x": 1}
     with TestPipeline() as p:
-        counts = p | beam.Create(docs(documents)) | CountPreTokens(r"\d+")
+        counts = p | beam.Create(docs(documents)) | count_rows(r"\d+")
         assert_that(counts, equal_to(list(expected.items())))
 
 
@@ -89,26 +86,26 @@ def test_min_word_count_prunes_and_metrics_add_up():
     expected = plain_count(documents)
     kept = {piece: n for piece, n in expected.items() if n >= 2}
     p = TestPipeline()
-    counts = p | beam.Create(docs(documents)) | CountPreTokens(min_word_count=2)
+    counts = p | beam.Create(docs(documents)) | count_rows(min_word_count=2)
     assert_that(counts, equal_to(list(kept.items())))
     result = p.run()
     result.wait_until_finish()
-    metrics = {
-        c.key.metric.name: c.committed
-        for c in result.metrics().query(MetricsFilter().with_namespace("CountPreTokens"))["counters"]
+    counters = {
+        (c.key.metric.namespace, c.key.metric.name): c.committed
+        for c in result.metrics().query(MetricsFilter().with_namespace(metrics.NAMESPACE))["counters"]
     }
-    assert metrics["documents"] == 2
-    assert metrics["bytes"] == sum(map(len, documents))
-    assert metrics["pieces"] == sum(expected.values())
-    assert metrics["unique_pieces"] == len(expected)
-    assert metrics["pruned_pieces"] == len(expected) - len(kept)
+    assert counters[metrics.key("count", "documents")] == 2
+    assert counters[metrics.key("count", "bytes")] == sum(map(len, documents))
+    assert counters[metrics.key("count", "pieces")] == sum(expected.values())
+    assert counters[metrics.key("count", "unique_pieces")] == len(expected)
+    assert counters[metrics.key("count", "pruned_pieces")] == len(expected) - len(kept)
 
 
 def test_invalid_pattern_fails_at_construction():
     with pytest.raises(ValueError, match="invalid pre-tokenizer regex"):
-        CountPreTokens("(unclosed")
+        CountPreTokenTables("(unclosed")
     with pytest.raises(ValueError, match="batch_bytes"):
-        CountPreTokens(batch_bytes=0)
+        CountPreTokenTables(batch_bytes=0)
 
 
 @settings(max_examples=60, deadline=None)

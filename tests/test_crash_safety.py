@@ -23,8 +23,8 @@ from tests.helpers import IN_MEMORY, read_rows, train_small
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 BEAM_BPE = [sys.executable, "-m", "pipeline.cli"]
-# Real lines (about 1 MB): a few seconds of work for the killed job. Its shard
-# temp files exist for the last ~1.5 s of the job: the poll below catches them.
+# Real lines: enough work that the killed job is still running while its shard
+# temp files exist, which the poll below catches.
 KILLED_LINES = 20_000
 
 

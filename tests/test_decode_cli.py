@@ -12,7 +12,7 @@ import pytest
 import bpe
 from pipeline import cli
 from tests.real_text import multilingual
-from tests.test_encode import train_small
+from tests.helpers import train_small
 
 BEAM_BPE = [sys.executable, "-m", "pipeline.cli", "decode"]
 

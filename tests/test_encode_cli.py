@@ -166,3 +166,42 @@ def test_strict_fails_on_dead_letters_and_empty_output_dir_is_required(tmp_path,
     assert json.loads((tmp_path / "out" / "stats.json").read_text())["dead_letters"] == 1
     assert encode(*args) == 2
     assert "already holds token shards" in capsys.readouterr().err
+
+
+def _ids_by_text(out, tok) -> dict[bytes, str]:
+    return {tok.decode_bytes(tokens): doc_id for doc_id, tokens in read_rows(out)}
+
+
+def test_ids_come_from_the_id_field_by_default_jsonl(tmp_path, tokenizer):
+    tok, tok_path = tokenizer
+    path = tmp_path / "docs.jsonl"
+    path.write_text(
+        json.dumps({"text": "with an id", "id": "doc-7"}) + "\n"
+        + json.dumps({"text": "without one"}) + "\n"
+        + json.dumps({"text": "a number", "id": 12}) + "\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    assert encode("--tokenizer", tok_path, "--input", str(path), "--output", str(out)) == 0
+    assert _ids_by_text(out, tok) == {b"with an id": "doc-7", b"without one": f"{path}:2", b"a number": "12"}
+    off = tmp_path / "off"
+    assert encode("--tokenizer", tok_path, "--input", str(path), "--output", str(off), "--id-field", "") == 0
+    assert _ids_by_text(off, tok) == {b"with an id": f"{path}:1", b"without one": f"{path}:2", b"a number": f"{path}:3"}
+
+
+def test_ids_come_from_the_id_field_by_default_parquet(tmp_path, tokenizer):
+    tok, tok_path = tokenizer
+    with_ids = tmp_path / "with_ids.parquet"
+    pq.write_table(pa.table({"text": ["first", "second"], "id": ["a", None]}), with_ids)
+    without = tmp_path / "without.parquet"
+    pq.write_table(pa.table({"text": ["third"], "key": ["k"]}), without)
+    out = tmp_path / "out"
+    assert encode("--tokenizer", tok_path, "--input", str(tmp_path / "*.parquet"), "--output", str(out)) == 0
+    # A null id is no id: the row gets <file>:<row number>, as does every row of a file without the column.
+    assert _ids_by_text(out, tok) == {b"first": "a", b"second": f"{with_ids}:2", b"third": f"{without}:1"}
+    keyed = tmp_path / "keyed"
+    assert encode("--tokenizer", tok_path, "--input", str(without), "--output", str(keyed), "--id-field", "key") == 0
+    assert _ids_by_text(keyed, tok) == {b"third": "k"}
+    off = tmp_path / "off"
+    assert encode("--tokenizer", tok_path, "--input", str(with_ids), "--output", str(off), "--id-field", "") == 0
+    assert _ids_by_text(off, tok) == {b"first": f"{with_ids}:1", b"second": f"{with_ids}:2"}

@@ -22,14 +22,12 @@ import pytest
 
 import bpe
 from pipeline import cli
+from tests.helpers import IN_MEMORY
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# About a second of merging on a small machine: long enough to be stopped in
-# the middle, short enough for CI.
+# Enough merges to be stopped in the middle, few enough for CI.
 VOCAB = 6000
 CHECKPOINT = "merges.checkpoint.json"
-# Fast, single-process runner for the count-phase tests.
-IN_MEMORY = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,5 @@
 """``beam-bpe train`` end to end: exact counts, determinism, config, errors, bad input."""
 
-import collections
 import glob
 import gzip
 import json
@@ -12,19 +11,10 @@ import apache_beam as beam
 import pytest
 
 import bpe
-from bpe.pretokenize import PreTokenizer
 from pipeline import config, runners
 from pipeline.errors import UserError
 from transforms.read import match_inputs
-from tests.helpers import IN_MEMORY, VOCAB, merges, stats, stdlib_lines, train, word_counts, write_stdlib_corpus
-
-def plain_count(documents) -> collections.Counter:
-    counter = collections.Counter()
-    pre = PreTokenizer("gpt2")
-    for doc in documents:
-        counter.update(pre.pieces(doc))
-    return counter
-
+from tests.helpers import IN_MEMORY, VOCAB, merges, plain_count, stats, stdlib_lines, train, word_counts, write_stdlib_corpus
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):

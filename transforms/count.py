@@ -1,22 +1,22 @@
 """Counting pre-token pieces over a corpus: the map-reduce half of training.
 
-``CountPreTokens`` pre-tokenizes documents and returns the exact corpus-wide
-count of every piece, as (piece bytes, count) rows. The shape:
+``CountPreTokenTables`` pre-tokenizes documents and returns the exact
+corpus-wide count of every piece, as tables of {piece bytes: count}. The shape:
 
     documents -> BatchDocuments (about ``batch_bytes`` of text per batch)
               -> CountInBatch (one in-process dict per batch; the shuffle then
                  carries unique pieces, not every occurrence)
               -> SumCounts (CombinePerKey, keyed by a stable hash partition)
-              -> ToRows (exact totals per piece, pruned by ``min_word_count``)
+              -> Prune (exact totals per partition, pruned by ``min_word_count``)
 
 Why partitions of count tables instead of ``CombinePerKey(sum)`` keyed by the
-piece itself: every element crossing a Beam step costs a few microseconds in
-Python, and a 1 MB batch of text has ~20k unique pieces; sending one element
-per piece made counting ~20% slower end to end than sending one small dict per
-partition (measured on the CPython stdlib, DirectRunner). Merging dicts is the
-same sum, done by ``dict`` instead of by the runner. A piece always lands in
-the same partition (crc32 of its bytes, identical in every process), so each
-partition's merged table holds the exact totals of its pieces.
+piece itself: every element crossing a Beam step has a fixed cost in Python,
+and a batch of text has many thousands of unique pieces, so one small dict per
+partition crosses the shuffle far more cheaply than one element per piece.
+Merging dicts is the same sum, done by ``dict`` instead of by the runner. A
+piece always lands in the same partition (crc32 of its bytes, identical in
+every process), so each partition's merged table holds the exact totals of its
+pieces.
 
 Output is produced only from ``process`` (never ``finish_bundle``), so runners
 that drop finish_bundle output cannot lose counts.
@@ -33,10 +33,9 @@ from typing import Iterable
 import apache_beam as beam
 
 from bpe.pretokenize import PreTokenizer, compile_pattern, to_text
+from transforms import metrics
 
-__all__ = ["CountPreTokens", "count_pieces"]
-
-_NAMESPACE = "CountPreTokens"
+__all__ = ["CountPreTokenTables", "count_pieces"]
 
 
 def count_pieces(documents: Iterable[bytes | str], pattern: str = "gpt2") -> dict[bytes, int]:
@@ -79,10 +78,10 @@ class _CountBatchFn(beam.DoFn):
         self._pattern = pattern
         self._max_batch_pieces = max_batch_pieces
         self._num_partitions = num_partitions
-        self._documents = beam.metrics.Metrics.counter(_NAMESPACE, "documents")
-        self._bytes = beam.metrics.Metrics.counter(_NAMESPACE, "bytes")
-        self._pieces = beam.metrics.Metrics.counter(_NAMESPACE, "pieces")
-        self._flushes = beam.metrics.Metrics.counter(_NAMESPACE, "early_flushes")
+        self._documents = metrics.counter("count", "documents")
+        self._bytes = metrics.counter("count", "bytes")
+        self._pieces = metrics.counter("count", "pieces")
+        self._flushes = metrics.counter("count", "early_flushes")
 
     def setup(self):
         self._pre_tokenizer = PreTokenizer(self._pattern)
@@ -187,8 +186,8 @@ class _PruneFn(beam.DoFn):
 
     def __init__(self, min_word_count: int):
         self._min_word_count = min_word_count
-        self._unique = beam.metrics.Metrics.counter(_NAMESPACE, "unique_pieces")
-        self._pruned = beam.metrics.Metrics.counter(_NAMESPACE, "pruned_pieces")
+        self._unique = metrics.counter("count", "unique_pieces")
+        self._pruned = metrics.counter("count", "pruned_pieces")
 
     def process(self, partition_counts):
         _, counts = partition_counts
@@ -210,9 +209,10 @@ class CountPreTokenTables(beam.PTransform):
     byte) with their total counts over the whole input. Together the partitions
     equal ``count_pieces`` of the same documents, whatever the sharding, batching
     or runner. Writers take whole partitions (e.g. as Arrow tables), which costs
-    far less than one element per piece; ``CountPreTokens`` gives rows.
+    far less than one element per piece (``beam.FlatMap(dict.items)`` gives
+    (piece, count) rows).
 
-    Counters in namespace "CountPreTokens": ``documents``, ``bytes``,
+    Counters (``transforms.metrics``, step ``count``): ``documents``, ``bytes``,
     ``pieces`` (occurrences), ``unique_pieces`` (before pruning),
     ``pruned_pieces`` (dropped by ``min_word_count``), ``early_flushes``.
 
@@ -255,20 +255,4 @@ class CountPreTokenTables(beam.PTransform):
             ).with_output_types(tuple[int, dict[bytes, int]])
             | "SumCounts" >> beam.CombinePerKey(_MergeCountsFn())
             | "Prune" >> beam.ParDo(_PruneFn(self.min_word_count)).with_output_types(dict[bytes, int])
-        )
-
-
-@dataclasses.dataclass
-class CountPreTokens(CountPreTokenTables):
-    """Counts pre-token pieces: PCollection[Document] -> PCollection[(bytes, int)].
-
-    One row per distinct piece with its total count; the same table as
-    ``CountPreTokenTables`` (see there for the Args), one element per piece.
-    """
-
-    def expand(self, documents):
-        return (
-            documents
-            | "CountTables" >> CountPreTokenTables(**dataclasses.asdict(self))
-            | "ToRows" >> beam.FlatMap(dict.items).with_output_types(tuple[bytes, int])
         )

@@ -6,7 +6,15 @@ import json
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-__all__ = ["WriteDeadLetters", "dead_letter_json"]
+from transforms import metrics
+
+__all__ = ["DEAD_LETTERS_DIR", "DEAD_LETTER_GLOB", "WriteDeadLetters", "dead_letter_json"]
+
+# The layout under a job's output directory: DIR/dead_letters/dead_letters-SSSSS-of-NNNNN.jsonl.
+DEAD_LETTERS_DIR = "dead_letters"
+DEAD_LETTER_PREFIX = "dead_letters"
+DEAD_LETTER_SUFFIX = ".jsonl"
+DEAD_LETTER_GLOB = f"{DEAD_LETTER_PREFIX}-*-of-*{DEAD_LETTER_SUFFIX}"
 
 
 def dead_letter_json(dead_letter) -> str:
@@ -20,7 +28,7 @@ def dead_letter_json(dead_letter) -> str:
 
 class _ToJsonFn(beam.DoFn):
     def __init__(self):
-        self._dead_letters = beam.metrics.Metrics.counter("WriteDeadLetters", "dead_letters")
+        self._dead_letters = metrics.counter("dead_letters", "written")
 
     def process(self, dead_letter):
         self._dead_letters.inc()
@@ -34,7 +42,7 @@ class WriteDeadLetters(beam.PTransform):
     Written through Beam's file sink (temporary files, then an atomic rename),
     so retried bundles leave no duplicates. At least one shard is written, even
     when there are no dead letters, so readers always find the directory.
-    Counter: ``dead_letters`` in namespace "WriteDeadLetters".
+    Counter (``transforms.metrics``): ``dead_letters.written``.
 
     Args:
       output_dir: the job's output directory (local path or URL).
@@ -43,9 +51,9 @@ class WriteDeadLetters(beam.PTransform):
     output_dir: str
 
     def expand(self, dead_letters):
-        prefix = FileSystems.join(self.output_dir, "dead_letters", "dead_letters")
+        prefix = FileSystems.join(self.output_dir, DEAD_LETTERS_DIR, DEAD_LETTER_PREFIX)
         return (
             dead_letters
             | "ToJson" >> beam.ParDo(_ToJsonFn())
-            | "WriteJsonLines" >> beam.io.WriteToText(prefix, file_name_suffix=".jsonl")
+            | "WriteJsonLines" >> beam.io.WriteToText(prefix, file_name_suffix=DEAD_LETTER_SUFFIX)
         )

@@ -1,10 +1,12 @@
-"""Decoding token shards back into documents: ``DecodeShards``.
+"""Decoding token shards back into documents: ``DecodeShards`` and the per-row step it shares.
 
     rows = p | beam.io.ReadFromParquet("shards/part-*.parquet")
     docs = rows | DecodeShards("tokenizer/")     # (id, exact document bytes)
 
-EOS tokens that ``--append-eos`` added are removed, so every document comes back
-as exactly the bytes that were encoded.
+``decode_tokens`` is the one way a shard row becomes document bytes, used by
+this transform and by ``beam-bpe decode``: EOS tokens that ``--append-eos``
+added are removed, so every document comes back as exactly the bytes that were
+encoded.
 """
 
 from __future__ import annotations
@@ -15,9 +17,8 @@ from typing import Iterable, Mapping, Sequence
 import apache_beam as beam
 
 from bpe.tokenizer import Tokenizer
+from transforms import metrics
 from transforms.encode import read_tokenizer
-
-NAMESPACE = "beam_bpe.decode"
 
 
 def strip_eos(tokens: Sequence[int], eos_id: int | None) -> Sequence[int]:
@@ -27,21 +28,21 @@ def strip_eos(tokens: Sequence[int], eos_id: int | None) -> Sequence[int]:
     return tokens
 
 
-def decode_row(tokenizer: Tokenizer, row, eos_id: int | None = None) -> tuple[str, bytes]:
-    """(id, document bytes) of one shard row: a mapping with id/tokens, or a 2-tuple."""
-    if isinstance(row, Mapping):
-        row_id, tokens = row["id"], row["tokens"]
-    else:
-        row_id, tokens = row
-    return row_id, tokenizer.decode_bytes(strip_eos(tokens, eos_id))
+def decode_tokens(tokenizer: Tokenizer, tokens: Sequence[int], eos_id: int | None = None) -> bytes:
+    """A shard row's document bytes: its tokens decoded, without the appended EOS.
+
+    Raises:
+      ValueError: an ID outside the tokenizer's vocabulary.
+    """
+    return tokenizer.decode_bytes(strip_eos(tokens, eos_id))
 
 
 class _DecodeFn(beam.DoFn):
     def __init__(self, tokenizer_path: str, strip_eos_token: str | None):
         self._tokenizer_path = tokenizer_path
         self._strip_eos_token = strip_eos_token
-        self._documents = beam.metrics.Metrics.counter(NAMESPACE, "documents")
-        self._bytes = beam.metrics.Metrics.counter(NAMESPACE, "bytes")
+        self._documents = metrics.counter("decode", "documents")
+        self._bytes = metrics.counter("decode", "bytes")
 
     def setup(self):
         self._tokenizer = read_tokenizer(self._tokenizer_path)
@@ -50,7 +51,8 @@ class _DecodeFn(beam.DoFn):
             self._eos_id = self._tokenizer.special_tokens[self._strip_eos_token]
 
     def process(self, row) -> Iterable[tuple[str, bytes]]:
-        row_id, data = decode_row(self._tokenizer, row, self._eos_id)
+        row_id, tokens = (row["id"], row["tokens"]) if isinstance(row, Mapping) else row
+        data = decode_tokens(self._tokenizer, tokens, self._eos_id)
         self._documents.inc()
         self._bytes.inc(len(data))
         yield row_id, data
@@ -59,6 +61,8 @@ class _DecodeFn(beam.DoFn):
 @dataclasses.dataclass
 class DecodeShards(beam.PTransform):
     """Decodes shard rows ({"id", "tokens"} dicts or (id, tokens) pairs) into (id, bytes).
+
+    Counters (``transforms.metrics``, step ``decode``): ``documents``, ``bytes``.
 
     Args:
       tokenizer_path: the tokenizer that wrote the shards (a tokenizer.json or its

@@ -4,9 +4,9 @@ Beam's own ``WriteToParquetBatched`` always lets Parquet dictionary-encode
 every column. Our columns are the worst case for that: token IDs (tens of
 thousands of distinct values per row group) and unique strings (document ids,
 word-count pieces). The writer builds the dictionary, finds it too big and falls
-back to plain encoding, having spent most of its time for nothing: on token
-shards, writing without dictionaries is about 4x faster and gives 25% smaller
-files (zstd). Everything else is Beam's ``FileBasedSink``: each bundle writes a
+back to plain encoding, having spent most of its time for nothing, and the
+files come out bigger than plain ones. So dictionaries are off. Everything
+else is Beam's ``FileBasedSink``: each bundle writes a
 temporary file that is renamed into place when the job commits, so retried
 bundles never leave duplicates.
 

@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import dataclasses
 from array import array
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
+from transforms import metrics
 from transforms.parquet import WriteParquetTables
 
-NAMESPACE = "beam_bpe.shards"
+if TYPE_CHECKING:
+    from transforms.encode import TokenRow
 SHARD_PREFIX = "part"
 SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
 SHARD_SUFFIX = ".parquet"
@@ -57,25 +59,49 @@ def shard_schema(tokenizer_sha256: str, vocab_size: int, eos_token_id: int | Non
     return pa.schema([("id", pa.string()), ("tokens", pa.list_(token_type(vocab_size)))], metadata=metadata)
 
 
-def rows_to_table(rows: Sequence[tuple], schema: pa.Schema) -> pa.Table:
-    """Builds an Arrow table from (id, tokens[, input_bytes]) rows; IDs out of the
+def shard_schema_problem(schema: pa.Schema) -> str | None:
+    """Why a Parquet schema is not a token shard's (``id`` string, ``tokens`` list of
+    unsigned integers), or None."""
+    names = schema.names
+    if "id" not in names or "tokens" not in names:
+        return f"it needs columns id and tokens (it has {', '.join(names)})"
+    tokens = schema.field("tokens").type
+    if not (pa.types.is_list(tokens) or pa.types.is_large_list(tokens)) or not pa.types.is_unsigned_integer(
+        tokens.value_type
+    ):
+        return f"column tokens has type {tokens}, expected a list of uint16 or uint32"
+    return None
+
+
+def shard_tokenizer_sha256(schema: pa.Schema) -> str:
+    """The SHA-256 of the tokenizer a shard was written with ("" when it says none)."""
+    return (schema.metadata or {}).get(SHA256_KEY, b"").decode()
+
+
+def shard_eos_id(schema: pa.Schema) -> int | None:
+    """The EOS ID appended to every row of a shard, or None."""
+    metadata = schema.metadata or {}
+    return int(metadata[EOS_KEY]) if EOS_KEY in metadata else None
+
+
+def rows_to_table(rows: Sequence[TokenRow], schema: pa.Schema) -> pa.Table:
+    """Builds an Arrow table from (id, tokens, input_bytes) rows; IDs out of the
     column type's range raise. The rows' input bytes, summed, go into the table's
     schema metadata under ``input_bytes``, which the writer sums into each shard's
     footer.
 
     The tokens column is assembled from flat C arrays (values and offsets) that
-    become the Arrow buffers as they are: about 1.6x as fast as ``pa.array``
-    on a list of lists, which inspects every int as a Python object. Tokens that
-    already are an ``array("I")`` (tiktoken's) are copied in one go; the values
-    are narrowed to uint16 by Arrow, which checks the range.
+    become the Arrow buffers as they are, instead of ``pa.array`` on a list of
+    lists, which inspects every int as a Python object. Tokens that already are
+    an ``array("I")`` (tiktoken's) are copied in one go; the values are narrowed
+    to uint16 by Arrow, which checks the range.
     """
     value_type = schema.field("tokens").type.value_type
     values = array("I")  # 4 bytes on every platform Arrow runs on
     offsets = array("i", [0])
     input_bytes = 0
-    for row in rows:
-        tokens = row[1]
-        input_bytes += row[2] if len(row) > 2 else 0
+    for _, tokens, size in rows:
+        input_bytes += size
         try:
             values += tokens if isinstance(tokens, array) and tokens.typecode == "I" else array("I", tokens)
         except (OverflowError, TypeError) as e:
@@ -98,10 +124,10 @@ def rows_to_table(rows: Sequence[tuple], schema: pa.Schema) -> pa.Table:
 class _ToTableFn(beam.DoFn):
     def __init__(self, schema: pa.Schema):
         self._schema = schema
-        self._rows = beam.metrics.Metrics.counter(NAMESPACE, "rows")
-        self._tokens = beam.metrics.Metrics.counter(NAMESPACE, "tokens")
+        self._rows = metrics.counter("shards", "rows")
+        self._tokens = metrics.counter("shards", "tokens")
 
-    def process(self, rows: list) -> Iterable[pa.Table]:
+    def process(self, rows: list[TokenRow]) -> Iterable[pa.Table]:
         table = rows_to_table(rows, self._schema)
         self._rows.inc(table.num_rows)
         self._tokens.inc(sum(len(row[1]) for row in rows))
@@ -110,9 +136,11 @@ class _ToTableFn(beam.DoFn):
 
 @dataclasses.dataclass
 class WriteTokenShards(beam.PTransform):
-    """Writes (id, tokens[, input_bytes]) rows (e.g. TokenRows) as zstd Parquet
-    token shards under output_dir; each shard's footer holds the input bytes of
-    its rows (``INPUT_BYTES_KEY``).
+    """Writes TokenRows (id, tokens, input_bytes) as zstd Parquet token shards
+    under output_dir; each shard's footer holds the input bytes of its rows
+    (``INPUT_BYTES_KEY``).
+
+    Counters (``transforms.metrics``, step ``shards``): ``rows``, ``tokens``.
 
     Args:
       output_dir: the directory (any Beam filesystem) that receives the shards.

@@ -1,0 +1,347 @@
+"""What every job leaves in its output directory, and how it gets there.
+
+One contract for the drivers (``train``, ``encode``, and those that follow):
+
+* **Paths.** Local paths go to the job absolute (workers of a portable runner
+  do not share our current directory); ``file://`` is stripped here, once,
+  because Beam's FileSystems knows local files as plain paths only. Remote
+  paths (``gs://``, ``s3://``) go through Beam's FileSystems unchanged.
+* **Atomic writes.** A small driver-side file (a marker, a checkpoint, stats)
+  is written by ``write_atomic``: locally a hidden temporary file, flushed to
+  disk and renamed, with the directory flushed too, so neither a reader nor a
+  crash (even of the machine) sees half a file under the real name; on an
+  object store an object appears whole when it is closed.
+* **Staging and publish** (``StagedOutput``). The job writes only into
+  ``DIR/.staging/``; when it succeeds, the driver moves the result into
+  ``DIR`` and writes the completion marker last. A directory is complete
+  exactly when its marker exists; anything else in it is a leftover.
+* **Dead letters.** Rejected input records and files are under
+  ``DIR/dead_letters/dead_letters-SSSSS-of-NNNNN.jsonl`` (written by
+  ``transforms.dead_letters.WriteDeadLetters``), read back by
+  ``read_dead_letters``.
+* **``--strict``.** ``fail_if_strict`` lists the dead letters on stderr and
+  raises ``UserError``: one error line, exit 2, for every command.
+* **Summaries.** ``size`` and ``dead_letter_lines`` give the lines the
+  commands print.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import json
+import os
+import sys
+from typing import IO, Sequence
+
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.errors import UserError
+from transforms.dead_letters import DEAD_LETTER_GLOB, DEAD_LETTERS_DIR
+
+__all__ = [
+    "DEAD_LETTERS_DIR", "DEAD_LETTER_GLOB", "STAGING_DIR", "StagedOutput", "absolute", "check_writable",
+    "dead_letter_files", "dead_letter_glob", "dead_letter_lines", "delete", "exists", "fail_if_strict",
+    "is_local", "local_path", "matching", "open_read", "print_dead_letters", "read_dead_letters", "read_json",
+    "remove", "size", "temporary_path", "write_atomic", "write_json",
+]
+STAGING_DIR = ".staging"  # hidden from pyarrow.dataset and from globs like part-*
+# Beam's file sinks write beside their output first; a killed job leaves these.
+BEAM_TEMP_GLOB = "beam-temp-*"
+# How many dead letters a summary or a --strict failure lists in full.
+SHOWN_DEAD_LETTERS = 5
+
+
+# --- Paths ------------------------------------------------------------------------
+
+
+def is_local(path: str) -> bool:
+    """Whether a path is on this machine's file system (not a URL)."""
+    return "://" not in path
+
+
+def local_path(path: str) -> str:
+    """The path without a ``file://`` scheme (Beam's FileSystems knows plain paths only)."""
+    return path[len("file://"):] if path.startswith("file://") else path
+
+
+def absolute(path: str) -> str:
+    """The path to hand to a job: local paths absolute and without ``file://``, URLs unchanged."""
+    path = local_path(path)
+    return os.path.abspath(path) if is_local(path) else path
+
+
+def exists(path: str) -> bool:
+    """Whether a path exists; a file system that cannot answer says no."""
+    try:
+        return FileSystems.exists(path)
+    except Exception:  # noqa: BLE001 - e.g. missing credentials: treated as absent
+        return False
+
+
+def open_read(path: str) -> IO[bytes]:
+    """Opens a file for reading, as it is (no decompression), on any file system."""
+    path = local_path(path)
+    if is_local(path):
+        return open(path, "rb")
+    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+
+
+def read_json(path: str) -> dict | None:
+    """A JSON object from ``path``; None if the file does not exist or is not one."""
+    try:
+        with open_read(path) as f:
+            data = json.loads(f.read().decode("utf-8"))
+    except Exception:  # noqa: BLE001 - missing (an IOError of some file system) or damaged
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def matching(directory: str, names: Sequence[str]) -> list[str]:
+    """Paths directly in ``directory`` that match any of the glob ``names`` (files or directories).
+
+    On an object store, which has no directories, a directory is every object
+    under its prefix.
+    """
+    if is_local(directory):
+        # Beam's local glob matching lists files only; leftovers include directories.
+        return sorted({path for name in names for path in glob.glob(os.path.join(glob.escape(directory), name))})
+    patterns = [FileSystems.join(directory, name) for name in names]
+    patterns += [FileSystems.join(directory, name, "**") for name in names]
+    paths = set()
+    for pattern in patterns:
+        try:
+            paths.update(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+        except Exception:  # noqa: BLE001 - nothing matches: some file systems raise instead of answering []
+            pass
+    return sorted(paths)
+
+
+def delete(directory: str, names: Sequence[str]) -> list[str]:
+    """Deletes what matches the glob ``names`` in ``directory`` (directories recursively); returns it."""
+    paths = matching(directory, names)
+    if paths:
+        FileSystems.delete(paths)
+    return paths
+
+
+def check_writable(directory: str, flag: str = "--output") -> None:
+    """Creates the directory and proves it writable, before any work.
+
+    Raises:
+      UserError: it exists and is not a directory, or it cannot be written.
+    """
+    probe = FileSystems.join(directory, ".beam-bpe-write-check")
+    try:
+        if is_local(directory):
+            if os.path.exists(directory) and not os.path.isdir(directory):
+                raise UserError(f"{flag} {directory} exists and is not a directory")
+            os.makedirs(directory, exist_ok=True)
+        with FileSystems.create(probe) as f:
+            f.write(b"ok")  # not empty: some object stores refuse an empty multipart upload
+        FileSystems.delete([probe])
+    except UserError:
+        raise
+    except Exception as e:  # noqa: BLE001 - OSError locally, BeamIOError/auth errors remotely
+        reason = getattr(e, "strerror", None) or str(e).splitlines()[0]
+        raise UserError(f"cannot write to {flag} {directory}: {reason}") from None
+
+
+# --- Atomic writes and markers ------------------------------------------------------
+
+
+def temporary_path(path: str) -> str:
+    """Where ``write_atomic`` writes before the rename: a hidden file beside ``path``."""
+    directory, name = path.rsplit("/", 1) if "/" in path else ("", path)
+    return f"{directory}/.{name}.tmp" if directory else f".{name}.tmp"
+
+
+def write_atomic(path: str, data: str | bytes, mime_type: str = "application/octet-stream") -> None:
+    """Writes a whole file or nothing: readers and crashes see the old file or the new one."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    path = local_path(path)
+    if not is_local(path):
+        with FileSystems.create(path, mime_type=mime_type, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            f.write(data)  # the object appears, whole, when closed
+        return
+    tmp = temporary_path(path)
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    # The rename itself is durable once the directory is flushed.
+    directory = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def write_json(path: str, data: dict, indent: int | None = 1) -> None:
+    """Writes ``data`` as JSON (a marker, stats), atomically, ending with a newline."""
+    text = json.dumps(data, indent=indent) if indent is not None else json.dumps(data, separators=(",", ":"))
+    write_atomic(path, text + "\n", mime_type="application/json")
+
+
+def remove(path: str) -> None:
+    """Deletes a file if it exists."""
+    if FileSystems.exists(path):
+        FileSystems.delete([path])
+
+
+# --- Staging and publish --------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class StagedOutput:
+    """An output directory that is complete exactly when its marker file exists.
+
+    The job writes into ``staging``; ``publish`` moves the files matching
+    ``results`` into the directory, then writes the marker. A crash at any
+    point leaves a directory without the marker, whose leftovers
+    ``clear_leftovers`` removes on the next run.
+
+    Args:
+      directory: the output directory (local path or URL).
+      results: glob paths, relative to the directory, of what a job writes
+        besides the marker (e.g. ``part-*-of-*.parquet``,
+        ``dead_letters/dead_letters-*-of-*.jsonl``).
+      marker: the completion marker's file name.
+      command: the CLI command, for messages.
+    """
+
+    directory: str
+    results: tuple[str, ...]
+    marker: str = "stats.json"
+    command: str = "encode"
+
+    @property
+    def staging(self) -> str:
+        return FileSystems.join(self.directory, STAGING_DIR)
+
+    @property
+    def marker_path(self) -> str:
+        return FileSystems.join(self.directory, self.marker)
+
+    def _result_names(self) -> tuple[str, ...]:
+        # What to delete in the directory: each result's first path component.
+        return tuple(dict.fromkeys(result.split("/", 1)[0] for result in self.results))
+
+    def _scratch_names(self) -> tuple[str, ...]:
+        return STAGING_DIR, BEAM_TEMP_GLOB, temporary_path(self.marker)
+
+    def is_complete(self) -> bool:
+        return exists(self.marker_path)
+
+    def clear_leftovers(self) -> None:
+        """Removes what an earlier run that did not complete left in the directory.
+
+        Without the marker nothing in the directory is a finished result, so its
+        result files go too (a rerun may write a different number of shards,
+        and old ones must never mix with new ones). With the marker the old
+        result stays until ``publish`` replaces it.
+        """
+        names = self._scratch_names()
+        if not self.is_complete():
+            names += self._result_names()
+        leftovers = matching(self.directory, names)
+        if leftovers:
+            shown = ", ".join(path.rstrip("/").rsplit("/", 1)[-1] for path in leftovers[:5])
+            more = f" and {len(leftovers) - 5} more" if len(leftovers) > 5 else ""
+            print(
+                f"beam-bpe {self.command}: removing leftovers of an earlier run that did not complete from "
+                f"{self.directory}: {shown}{more}",
+                file=sys.stderr,
+            )
+            delete(self.directory, names)
+
+    def publish(self, marker: dict) -> None:
+        """Moves the staged result into the directory; the marker (``marker`` as JSON) goes last."""
+        # A replaced result stops being complete before any of its files change.
+        delete(self.directory, (self.marker,))
+        delete(self.directory, self._result_names())
+        for result in self.results:
+            subdir, _, name = result.rpartition("/")
+            source_dir = FileSystems.join(self.staging, subdir) if subdir else self.staging
+            target_dir = FileSystems.join(self.directory, subdir) if subdir else self.directory
+            files = matching(source_dir, (name,))
+            if files and subdir and is_local(target_dir):
+                FileSystems.mkdirs(target_dir)  # a local rename needs the directory; object stores have none
+            FileSystems.rename(files, [FileSystems.join(target_dir, p.rsplit("/", 1)[-1]) for p in files])
+        delete(self.directory, (STAGING_DIR,))
+        write_json(self.marker_path, marker, indent=2)
+
+
+# --- Dead letters, --strict and summaries ----------------------------------------------
+
+
+def dead_letter_glob(directory: str) -> str:
+    """The glob of the dead-letter files of a job that wrote into ``directory``."""
+    return FileSystems.join(directory, DEAD_LETTERS_DIR, DEAD_LETTER_GLOB)
+
+
+def dead_letter_files(directory: str) -> list[str]:
+    """The dead-letter files under ``directory``, sorted."""
+    return sorted(m.path for m in FileSystems.match([dead_letter_glob(directory)])[0].metadata_list)
+
+
+def read_dead_letters(directory: str) -> list[dict]:
+    """Every dead letter under ``directory`` ({"file", "record", "reason"}), by file and record."""
+    dead_letters = []
+    for path in dead_letter_files(directory):
+        with open_read(path) as f:
+            for line in f.read().decode("utf-8").splitlines():
+                if line.strip():
+                    dead_letters.append(json.loads(line))
+    dead_letters.sort(key=lambda d: (d["file"], d["record"]))
+    return dead_letters
+
+
+def dead_letter_lines(dead_letters: list[dict], directory: str) -> list[str]:
+    """The summary of the dead letters: how many, where, and the first few."""
+    where = FileSystems.join(directory, DEAD_LETTERS_DIR)
+    lines = [f"{len(dead_letters)} input record(s) could not be read; all are listed in {where}/"]
+    for d in dead_letters[:SHOWN_DEAD_LETTERS]:
+        record = "whole file" if d["record"] == -1 else f"record {d['record']}"
+        lines.append(f"  {d['file']} ({record}): {d['reason']}")
+    if len(dead_letters) > SHOWN_DEAD_LETTERS:
+        lines.append(f"  ... and {len(dead_letters) - SHOWN_DEAD_LETTERS} more")
+    return lines
+
+
+def print_dead_letters(dead_letters: list[dict], directory: str, file=None) -> None:
+    """Prints ``dead_letter_lines`` (nothing when there are none)."""
+    if dead_letters:
+        print("\n".join(dead_letter_lines(dead_letters, directory)), file=file or sys.stdout)
+
+
+def fail_if_strict(strict: bool, directory: str, outcome: str) -> None:
+    """The ``--strict`` decision: with dead letters, lists them on stderr and fails.
+
+    Args:
+      strict: whether --strict was given.
+      directory: the job's output directory, holding ``dead_letters/``.
+      outcome: what the command did or did not do, for the error line.
+
+    Raises:
+      UserError: strict and at least one dead letter (the CLI exits 2).
+    """
+    if not strict:
+        return
+    dead_letters = read_dead_letters(directory)
+    if dead_letters:
+        print_dead_letters(dead_letters, directory, file=sys.stderr)
+        raise UserError(f"{len(dead_letters)} input records could not be read (--strict); {outcome}")
+
+
+def size(n: int | None) -> str:
+    """A byte count for people: 1.5 MB, 320 bytes."""
+    if n is None:
+        return "? bytes"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"

@@ -1,0 +1,223 @@
+"""Resuming ``beam-bpe train``: the count marker, the merge checkpoint, signals.
+
+A finished count phase leaves ``OUT/word_counts.complete``: the table's
+fingerprint (SHA-256, size, rows), the settings that made it and what the
+count measured. The table counts as complete only with a matching marker.
+Training saves the merges learned so far to ``OUT/merges.checkpoint.json``
+(atomically, so a SIGKILL leaves the previous one whole); SIGTERM is turned
+into a KeyboardInterrupt so that it saves one on the way out, as Ctrl-C does.
+``--resume`` skips a complete count phase and continues from the checkpoint;
+the result is byte for byte the one of an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import os
+import shlex
+import signal
+import sys
+import threading
+
+from apache_beam.io.filesystems import FileSystems
+
+from bpe.trainer import check_merges
+from pipeline import outputs
+from pipeline.errors import UserError
+from pipeline.train_stats import TrainStats
+from pipeline.word_counts import num_rows
+
+COUNT_MARKER_FILE = "word_counts.complete"  # written once the table is complete
+CHECKPOINT_FILE = "merges.checkpoint.json"
+
+
+def fingerprint(path: str) -> dict:
+    """What identifies a word-count table: its SHA-256, size and row count.
+
+    The merges are a function of the table's contents, so a checkpoint or a
+    count marker applies to a table only if these match.
+    """
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        with outputs.open_read(path) as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+                size += len(chunk)
+        rows = num_rows(path)
+    except Exception as e:  # noqa: BLE001 - the table was read before; this is a race or a bad disk
+        raise UserError(f"cannot read word-count table {outputs.local_path(path)}: {str(e).splitlines()[0]}") from None
+    return {"sha256": digest.hexdigest(), "bytes": size, "rows": rows}
+
+
+def count_settings(args: argparse.Namespace, files: list[str]) -> dict:
+    """The settings that decide what the count phase writes (not the runner's)."""
+    return {
+        "input": list(args.input),
+        "files": len(files),
+        # The matched files themselves: a glob that matches more shards now is another corpus.
+        "files_sha256": hashlib.sha256("\n".join(sorted(files)).encode("utf-8", "surrogateescape")).hexdigest(),
+        "format": args.format,
+        "text_field": args.text_field,
+        "pattern": args.pattern,
+        "min_word_count": args.min_word_count,
+    }
+
+
+class CountMarker:
+    """``OUT/word_counts.complete``: marks the count phase in ``output`` complete.
+
+    Args:
+      output: the output directory.
+      settings: ``count_settings`` of this run.
+    """
+
+    def __init__(self, output: str, settings: dict):
+        self.output = output
+        self.path = FileSystems.join(output, COUNT_MARKER_FILE)
+        self.settings = settings
+
+    def write(self, table_id: dict, stats: TrainStats) -> None:
+        """Written only after the table is whole."""
+        outputs.write_json(self.path, {"table": table_id, "settings": self.settings, "stats": stats.counted()})
+
+    def remove(self) -> None:
+        """Until a new count is complete, the table of an earlier one is not."""
+        outputs.remove(self.path)
+
+    def load(self, table_path: str) -> dict | None:
+        """The marker, if the count phase is complete for this table; else None (count again).
+
+        Raises:
+          UserError: the count phase is complete but was run with other
+            settings: continuing would mix two runs.
+        """
+        marker = outputs.read_json(self.path)
+        if marker is None:
+            print(f"beam-bpe train: no complete count phase in {self.output}; counting", file=sys.stderr)
+            return None
+        for key, value in self.settings.items():
+            then = marker.get("settings", {}).get(key)
+            if then != value:
+                what = "the --input globs match other files" if key == "files_sha256" else (
+                    f"--{key.replace('_', '-')} was {_show(then)}, now {_show(value)}")
+                raise UserError(
+                    f"cannot --resume: the count phase in {self.output} was run with other settings ({what}); "
+                    "run without --resume to start over"
+                )
+        if not FileSystems.exists(table_path) or marker.get("table") != fingerprint(table_path):
+            print(f"beam-bpe train: {table_path} does not match {self.path}; counting again", file=sys.stderr)
+            return None
+        return marker
+
+
+def _show(value) -> str:
+    return " ".join(value) if isinstance(value, list) else str(value)
+
+
+class Checkpoint:
+    """``OUT/merges.checkpoint.json``: the merges so far and what they depend on.
+
+    Args:
+      output: the output directory.
+      table_id: the word-count table's ``fingerprint``.
+      args: the run's settings.
+    """
+
+    def __init__(self, output: str, table_id: dict, args: argparse.Namespace):
+        self.path = FileSystems.join(output, CHECKPOINT_FILE)
+        # The merges depend on the table and min_frequency only; the pattern
+        # must match because the table was counted with it. vocab_size and the
+        # special tokens only say how many merges to learn, and the first N
+        # merges of any run are the same: they may change between runs.
+        self.settings = {
+            "word_counts": table_id,
+            "min_frequency": args.min_frequency,
+            "pattern": args.pattern,
+        }
+        self.wanted = {"vocab_size": args.vocab_size, "special_tokens": list(args.special_token)}
+        self.saved = 0  # how many merges the file on disk holds
+
+    def load(self) -> list:
+        """The checkpoint's merges; [] when there is none.
+
+        Raises:
+          UserError: the checkpoint is damaged, or belongs to other settings.
+        """
+        data = outputs.read_json(self.path)
+        if data is None:
+            if FileSystems.exists(self.path):
+                raise UserError(f"cannot --resume: {self.path} is damaged; delete it to start the merges from zero")
+            print(f"beam-bpe train: no checkpoint in {self.path}; starting the merges from zero", file=sys.stderr)
+            return []
+        for key, value in self.settings.items():
+            if data.get(key) != value:
+                what = "another word-count table" if key == "word_counts" else (
+                    f"--{key.replace('_', '-')} {_show(data.get(key))}, not {_show(value)}")
+                raise UserError(
+                    f"cannot --resume: {self.path} was made with {what}; "
+                    "run without --resume to start over (or use the same settings)"
+                )
+        merges = data.get("merges")
+        try:
+            # Checks the shape (IDs exist before use, no bytes spelled twice).
+            merges = check_merges(merges if isinstance(merges, list) else None)
+        except (TypeError, ValueError) as e:
+            raise UserError(f"cannot --resume: {self.path} is damaged ({e}); delete it to start over") from None
+        print(f"beam-bpe train: resuming after {len(merges):,} merges from {self.path}", file=sys.stderr)
+        return merges
+
+    def save(self, merges: list) -> None:
+        """Writes the checkpoint atomically: a crash at any moment leaves the old or the new one."""
+        data = {"what": "beam-bpe merges checkpoint", **self.settings, **self.wanted, "merges": merges}
+        outputs.write_json(self.path, data, indent=None)
+        self.saved = len(merges)
+
+    def remove(self) -> None:
+        outputs.remove(self.path)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, delivered like Ctrl-C so training saves a checkpoint on the way out."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def interrupting_signal(error: KeyboardInterrupt) -> int:
+    """The signal behind a KeyboardInterrupt: SIGTERM for ``Terminated``, else SIGINT."""
+    return error.signum if isinstance(error, Terminated) else signal.SIGINT
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """Within the block, SIGTERM raises ``Terminated`` (a KeyboardInterrupt)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers (e.g. run from a test thread)
+        return
+
+    def terminated(signum, frame):
+        raise Terminated(signum)
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def resume_command() -> str:
+    """This process's own command line plus --resume, ready to paste into a shell."""
+    argv = sys.argv[1:]
+    if not argv or argv[0] != "train":  # called as a library (e.g. cli.main from a test)
+        return "the same beam-bpe train command with --resume"
+    if sys.argv[0].endswith(os.path.join("pipeline", "cli.py")):
+        program = [sys.executable, "-m", "pipeline.cli"]  # run as python -m pipeline.cli
+    else:
+        program = [sys.argv[0]]
+    if "--resume" not in argv:
+        argv = [*argv, "--resume"]
+    return shlex.join([*program, *argv])

@@ -1,0 +1,97 @@
+"""``train_stats.json``: what a training run read, counted and learned, and its summary lines."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline import outputs
+
+# What the count phase measured: kept in its completion marker, so that a
+# resumed run reports the same numbers without counting again.
+COUNTED = ("runner", "documents", "bytes", "pieces", "unique_pieces")
+
+
+@dataclasses.dataclass
+class TrainStats:
+    """The run's numbers, written as ``train_stats.json`` (keys in this order).
+
+    Attributes:
+      inputs: the --input globs ([] when training from --word-counts).
+      files: how many files they matched.
+      pattern, min_word_count, min_frequency, special_tokens: the settings.
+      runner: the runner that counted (None when nothing was counted).
+      documents, bytes, pieces: read and pre-tokenized by the count job
+        (its counters; None if the runner reports none).
+      dead_letters: input records that could not be read (from the files).
+      unique_pieces: distinct pieces counted (or the table's rows).
+      word_counts: the word-count table trained from.
+      seconds: time per phase ("count", "train") and in "total".
+      word_count_rows: rows of the table as read.
+      resumed_from_merges: merges taken from a checkpoint.
+      merges, vocab_size: what was learned.
+      requested_vocab_size: --vocab-size.
+    """
+
+    inputs: list[str]
+    files: int
+    pattern: str
+    min_word_count: int
+    min_frequency: int
+    special_tokens: list[str]
+    runner: str | None = None
+    documents: int | None = None
+    bytes: int | None = None
+    pieces: int | None = None
+    dead_letters: int | None = None
+    unique_pieces: int | None = None
+    word_counts: str = ""
+    seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    word_count_rows: int | None = None
+    resumed_from_merges: int = 0
+    merges: int | None = None
+    vocab_size: int | None = None
+    requested_vocab_size: int | None = None
+
+    def counted(self) -> dict:
+        """The count phase's numbers, for its completion marker."""
+        return {**{key: getattr(self, key) for key in COUNTED}, "seconds": self.seconds["count"]}
+
+    def take_counted(self, counted: dict) -> None:
+        """Takes the numbers of a count phase from its completion marker."""
+        counted = dict(counted)
+        self.seconds["count"] = counted.pop("seconds")
+        for key in COUNTED:
+            setattr(self, key, counted.get(key))
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=1) + "\n"
+
+
+def summary_lines(stats: TrainStats, tokenizer_path: str, stats_path: str, output: str) -> list[str]:
+    """What ``beam-bpe train`` prints when it is done."""
+    seconds = stats.seconds
+    lines = []
+    if stats.runner:
+        documents = "?" if stats.documents is None else f"{stats.documents:,}"
+        lines.append(
+            f"beam-bpe train: counted {documents} documents ({outputs.size(stats.bytes)}, {stats.files:,} files) "
+            f"-> {stats.unique_pieces:,} unique pieces in {seconds['count']:.1f} s on {stats.runner}"
+        )
+    merges_wanted = stats.requested_vocab_size - 256 - len(stats.special_tokens)
+    early = ""
+    if stats.merges < merges_wanted:
+        early = f" (stopped early: no pair occurs {stats.min_frequency}+ times)"
+    resumed = f" (resumed after {stats.resumed_from_merges:,} merges)" if stats.resumed_from_merges else ""
+    lines += [
+        f"beam-bpe train: learned {stats.merges:,} merges from {stats.word_count_rows:,} pieces "
+        f"-> vocab size {stats.vocab_size:,} in {seconds['train']:.1f} s{resumed}{early}",
+        f"  tokenizer:    {tokenizer_path}",
+        f"  word counts:  {stats.word_counts}",
+        f"  stats:        {stats_path}",
+    ]
+    if stats.dead_letters is not None and not stats.dead_letters:
+        lines.append(f"  dead letters: none ({FileSystems.join(output, outputs.DEAD_LETTERS_DIR)}/)")
+    return lines
