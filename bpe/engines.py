@@ -12,7 +12,7 @@ the flat form token shards are built from. Engines, fastest first:
 
 A faster engine is used for a tokenizer only once it is **proven** to give the
 reference's IDs on every input it takes. For tiktoken that means: the pattern is
-a preset (tiktoken's own regex), ``_rank_mismatch`` finds no text on which
+one of tiktoken's own (``TIKTOKEN_PATTERNS``), ``_rank_mismatch`` finds no text on which
 tiktoken's rank-of-bytes rule and our merge order could differ (O(vocabulary),
 see there), and a sample text encodes alike in both, a check of the two regex
 engines that runs in every process that builds the engine.
@@ -30,7 +30,7 @@ from array import array
 from typing import TYPE_CHECKING, Callable
 
 from bpe.decoder import vocabulary_bytes
-from bpe.pretokenize import PRESETS, to_text
+from bpe.pretokenize import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, to_text
 
 if TYPE_CHECKING:  # the tokenizer module imports this one: no import cycle at run time
     from bpe.encoder import PieceEncoder
@@ -38,6 +38,8 @@ if TYPE_CHECKING:  # the tokenizer module imports this one: no import cycle at r
 
 # Engine names, fastest first; the last one, the reference, encodes anything.
 ENGINES = ("tiktoken", "python")
+# The patterns tiktoken's own encodings use, which its regex engine splits as ours does.
+TIKTOKEN_PATTERNS = (GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN)
 
 
 class ProofMismatch(ValueError):
@@ -227,7 +229,7 @@ def _tiktoken(tokenizer: Tokenizer, proven: bool) -> tuple[TiktokenEngine | None
     ``proven``: the O(vocabulary) ``_rank_mismatch`` already passed for a
     tokenizer with this SHA-256 (in a job's driver); skip it.
     """
-    if tokenizer.pattern not in PRESETS.values():
+    if tokenizer.pattern not in TIKTOKEN_PATTERNS:
         return None, "custom pre-tokenizer pattern: tiktoken's regex engine may split it differently"
     try:
         encoding = tokenizer.to_tiktoken(special_tokens=tokenizer.special_tokens or {_UNUSED_SPECIAL: tokenizer.vocab_size})
