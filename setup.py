@@ -16,18 +16,17 @@ setup(
         "pyarrow>=14",
         "regex>=2023.0",
         "smart_open>=6.0",
+        "tiktoken>=0.7",
         "tqdm>=4.60",
         "pyyaml>=6.0",
         "zstandard>=0.21",
     ],
     extras_require={
-        # Optional accelerator: tiktoken's Rust core encodes in `beam-bpe encode`
-        # when it is proven to give our IDs for the tokenizer at hand.
-        "fast": ["tiktoken>=0.7"],
+        # Optional accelerators: further engines, used where proven identical (bpe/engines.py).
+        "fast": [],
         "test": [
             "pytest>=7",
             "hypothesis>=6.80",
-            "tiktoken>=0.7",
             "tokenizers>=0.20",
             "transformers>=4.40",
             "duckdb>=1.0",

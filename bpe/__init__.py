@@ -1,6 +1,7 @@
 """beam-bpe's algorithm layer: byte-level BPE training, encoding and decoding.
 
-Pure Python plus ``regex``; it never imports Beam, so it runs anywhere a
+Python plus ``regex``, with compiled engines (tiktoken's core) used only where
+proven to give the same IDs; it never imports Beam, so it runs anywhere a
 tokenizer is needed (a Beam worker, a training loop, a notebook).
 
     import bpe
@@ -8,8 +9,9 @@ tokenizer is needed (a Beam worker, a training loop, a notebook).
     tok.decode(tok.encode("hello world"))
 """
 
+from bpe.engines import EngineProof, ProofMismatch
 from bpe.pretokenize import PRESETS, PreTokenizer
 from bpe.tokenizer import Tokenizer, TokenizerFileError
 from bpe.trainer import train
 
-__all__ = ["PRESETS", "PreTokenizer", "Tokenizer", "TokenizerFileError", "train"]
+__all__ = ["PRESETS", "EngineProof", "PreTokenizer", "ProofMismatch", "Tokenizer", "TokenizerFileError", "train"]

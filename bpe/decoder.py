@@ -13,6 +13,17 @@ import codecs
 from typing import Iterable, Sequence
 
 
+def vocabulary_bytes(merges: Iterable[tuple[int, int]] = ()) -> list[bytes]:
+    """The bytes each ID spells: IDs 0..255 are the single bytes, merge i spells ID 256 + i.
+
+    Without merges, the 256-byte vocabulary every tokenizer starts from.
+    """
+    token_bytes = [bytes([b]) for b in range(256)]
+    for left, right in merges:
+        token_bytes.append(token_bytes[left] + token_bytes[right])
+    return token_bytes
+
+
 class Decoder:
     """Turns IDs into bytes with a lookup table of every token's bytes.
 

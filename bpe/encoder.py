@@ -12,30 +12,14 @@ A piece -> IDs cache makes repeated pieces cost one dict lookup. It is bounded:
 when it outgrows ``cache_size`` it starts over.
 
 Pieces start from their bytes, not from their characters' own encodings. That
-is exact only where no merge can join part of a character to a neighbour before
-the character is complete, and byte-level training learns such merges early
-(" " + 0xD0 is merge 4 of a 32k GPT-2-style vocabulary, "о" = 0xD0 0xBE merge 9).
-On multilingual text the pieces where it is provably exact are mostly Latin
-words with one accented letter: it saves them a merge or two, less than the
-check costs (measured: no gain).
+would be exact only where no merge can join part of a character to a neighbour
+before the character is complete, and byte-level training learns such merges
+early (a space and the first byte of a Cyrillic letter, say); where it is
+exact, it saves a merge or two, less than checking costs.
 
-Where the time goes (``benchmarks/bench_core.py``, 10 MB of multilingual
-held-out text, 32k merges, cache warmed on 5 MB of other text): the regex split
-takes 0.58 s, cache hits 0.14 s (0.72 s if every piece hits: 13.9 MB/s), and
-the 149k pieces never seen before about 1.0 s (6.8 us each: 12 bytes, 8 merges).
-tiktoken takes 0.64 s in all. Even warmed on 50 MB with an unbounded cache, 82k
-new pieces remain. Tried and measured, no gain worth its code:
-- ranks stored as the IDs they create (saves an add per merge): within noise;
-- a two-generation cache (hot pieces survive a reset): no better than one
-  generation of the same total size;
-- Python's ``re`` with the letter and number classes spelled out: 2.4x slower
-  than ``regex``, and its whitespace class differs;
-- caching whole whitespace-delimited chunks to skip the regex: 57% of them
-  repeat, but finding them costs what the regex saves;
-- backtracking over the vocabulary, longest-match guesses, joining cached
-  halves, heaps for short pieces.
-``Tokenizer.encode_batch`` reaches tiktoken's speed by running tiktoken's core
-where it is proven to give these IDs (``bpe/tiktoken_core.py``).
+This is the reference encoder: ``Tokenizer.engine`` uses a faster engine where
+one is proven to give these IDs (``bpe/engines.py``) and hands this encoder
+what that engine cannot take.
 """
 
 from __future__ import annotations
@@ -186,8 +170,7 @@ class _PieceCache(dict):
     starts over empty, which costs a few misses and keeps memory flat on any corpus.
 
     The IDs are kept as tuples: the garbage collector stops tracking a tuple of
-    ints, so a full cache does not make every full collection walk it (lists
-    cost about 3% of encoding time that way).
+    ints, so a full cache does not make every full collection walk it.
 
     (It is not prefilled with the tokens' own texts: a token's bytes need not
     encode to that token, e.g. merges b+c, a+b, ab+c encode "abc" as a, bc.)

@@ -11,7 +11,7 @@ with the same handler, giving exactly the original bytes.
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator
 
 import regex
 
@@ -82,20 +82,18 @@ def to_text(data: bytes | str) -> tuple[str, str]:
 
 
 class PreTokenizer:
-    """Splits text into pieces with a regex, optionally splitting out special tokens first.
+    """Splits text into pieces with a regex; ``segments`` splits out allowed special tokens first.
 
     Args:
       pattern: a preset name (``gpt2``, ``cl100k``, ``o200k``) or a regex.
-      special_tokens: strings that may be split out as whole tokens, when allowed.
     """
 
-    def __init__(self, pattern: str = "gpt2", special_tokens: Sequence[str] = ()):
+    def __init__(self, pattern: str = "gpt2"):
         self.pattern = resolve_pattern(pattern)
         self.regex = compile_pattern(pattern)
         # The presets match every character, so findall loses nothing. A custom
         # regex may not: the text between its matches becomes pieces of its own.
         self.split = self.regex.findall if self.pattern in PRESETS.values() else self._split_keeping_gaps
-        self.special_tokens = tuple(special_tokens)
         self._special_regex_cache: dict[frozenset[str], regex.Pattern] = {}
 
     def pieces(self, data: bytes | str) -> list[bytes]:

@@ -3,47 +3,49 @@
 IDs (the contract): 0..255 are the single bytes, merge i creates 256 + i, and
 special tokens follow the merges in the order given.
 
-Files are Hugging Face ``tokenizer.json``: a Split pre-tokenizer with our regex,
-ByteLevel without its own regex, a BPE model whose vocab maps the byte-level
-strings to our IDs, a ByteLevel decoder and the specials as added tokens. So
-``tokenizers`` and ``transformers`` load our files and give our IDs. Loading is
-parsing and validation only: a tokenizer file is data, never code.
+Files are Hugging Face ``tokenizer.json`` (see ``bpe.tokenizer_file``), local or
+remote. ``encode`` is the pure-Python reference; ``engine`` is the fastest
+engine proven to give the same IDs for this tokenizer (see ``bpe.engines``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-from functools import lru_cache
 from typing import Iterable, Mapping, Sequence
 
-from bpe.decoder import Decoder, StreamDecoder
+from bpe import engines, tokenizer_file
+from bpe.decoder import Decoder, StreamDecoder, vocabulary_bytes
 from bpe.encoder import PieceEncoder
-from bpe.pretokenize import PRESETS, PreTokenizer, onig_compatible, to_text
-from bpe.tiktoken_core import encode_if_valid, fast_encoder
+from bpe.engines import EngineProof
+from bpe.pretokenize import PreTokenizer, to_text
+from bpe.tokenizer_file import FILE_NAME, TokenizerFileError, byte_to_char
 
-FILE_NAME = "tokenizer.json"
-
-
-class TokenizerFileError(ValueError):
-    """A tokenizer file that is missing, not JSON, or not a valid beam-bpe tokenizer."""
+__all__ = ["FILE_NAME", "Tokenizer", "TokenizerFileError", "byte_to_char", "check_special_tokens"]
 
 
-@lru_cache(maxsize=None)
-def byte_to_char() -> dict[int, str]:
-    """GPT-2's reversible map from bytes to printable characters (HF's ByteLevel alphabet).
+def check_special_tokens(special_tokens: Sequence[str], name: str = "special token") -> tuple[str, ...]:
+    """The special tokens as a tuple, if they are distinct non-empty strings.
 
-    Printable Latin-1 bytes stand for themselves; the rest are shifted to U+0100 and up.
+    Args:
+      special_tokens: the strings to check.
+      name: what the caller calls one of them in errors (e.g. a flag's name).
+
+    Raises:
+      ValueError: one line naming the first problem.
     """
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    mapping = {b: chr(b) for b in printable}
-    shift = 0
-    for b in range(256):
-        if b not in mapping:
-            mapping[b] = chr(256 + shift)
-            shift += 1
-    return mapping
+    if isinstance(special_tokens, str):
+        raise ValueError("special_tokens must be a sequence of strings, not one string")
+    special_tokens = tuple(special_tokens)
+    for token in special_tokens:
+        if not isinstance(token, str):
+            raise ValueError(f"{name} must be a string (special tokens are non-empty strings), got {token!r}")
+        if not token:
+            raise ValueError(f"{name} must not be empty (special tokens are non-empty strings)")
+    duplicates = sorted({t for t in special_tokens if special_tokens.count(t) > 1})
+    if duplicates:
+        raise ValueError(f"duplicate special tokens: {', '.join(map(repr, duplicates))} ({name} given twice)")
+    return special_tokens
 
 
 class Tokenizer:
@@ -66,26 +68,35 @@ class Tokenizer:
         for i, (left, right) in enumerate(self.merges):
             if not (0 <= left < 256 + i and 0 <= right < 256 + i):
                 raise ValueError(f"merge {i} ({left}, {right}) names a token that does not exist before it")
-        _check_special_tokens(special_tokens)
-        self.pre_tokenizer = PreTokenizer(pattern, special_tokens)
+        special_tokens = check_special_tokens(special_tokens)
+        self.pre_tokenizer = PreTokenizer(pattern)
         self.pattern = self.pre_tokenizer.pattern
         first_special = 256 + len(self.merges)
         self.special_tokens = {s: first_special + i for i, s in enumerate(special_tokens)}
         self.vocab_size = first_special + len(self.special_tokens)
-        self.sha256: str | None = None  # of the file it was loaded from
+        self._sha256: str | None = None  # of the file it was loaded from, else computed when asked
 
-        token_bytes = [bytes([b]) for b in range(256)]
-        for left, right in self.merges:
-            token_bytes.append(token_bytes[left] + token_bytes[right])
+        token_bytes = vocabulary_bytes(self.merges)
         token_bytes.extend(s.encode("utf-8") for s in self.special_tokens)
         self._encoder = PieceEncoder(self.merges)
         self._decoder = Decoder(token_bytes, self.special_tokens.values())
-        self._fast = None  # (tiktoken's encode or None, why), once fast_encoder() decided
+        self._engine: engines.Engine | None = None  # decided once, by the first of engine / use_proof
+
+    @property
+    def sha256(self) -> str:
+        """SHA-256 of the tokenizer.json it was loaded from, or of the one ``save`` writes."""
+        if self._sha256 is None:
+            try:
+                text = self.to_json()
+            except ValueError:  # two tokens with the same bytes have no tokenizer.json
+                text = json.dumps([self.pattern, self.merges, list(self.special_tokens)])
+            self._sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return self._sha256
 
     # -- encoding -------------------------------------------------------------
 
     def encode(self, text: str | bytes, allowed_special: Iterable[str] | str = ()) -> list[int]:
-        """Encodes text or any bytes (invalid UTF-8 included) into IDs.
+        """Encodes text or any bytes (invalid UTF-8 included) into IDs with the reference encoder.
 
         Special-token strings in the text are ordinary text unless listed in
         ``allowed_special`` (or it is ``"all"``).
@@ -109,34 +120,47 @@ class Tokenizer:
     def encode_batch(self, texts: Iterable[str | bytes], fast: bool = True) -> list[list[int]]:
         """Encodes many texts (str or any bytes) as ordinary text: ``[encode(t) for t in texts]``.
 
-        With ``fast`` and tiktoken installed (``pip install beam-bpe[fast]``),
-        tiktoken's Rust core encodes the texts that are valid UTF-8, but only
-        once it is proven to give this tokenizer's IDs (``fast_encoder``; the
-        proof runs on the first call and is kept). Other texts, and every text
-        when tiktoken does not qualify, go through our own encoder.
+        With ``fast``, the tokenizer's ``engine`` encodes them (deciding it on
+        the first call); else the reference encoder does.
         """
-        encode_fast = self.fast_encoder()[0] if fast else None
-        if encode_fast is not None:
-            # Lists, as encode gives: tiktoken's own list call, not arrays turned into lists.
-            encode_fast = encode_fast.encoding.encode_ordinary
-        out = []
-        for text in texts:
-            ids = encode_if_valid(encode_fast, text) if encode_fast is not None else None
-            out.append(self.encode(text) if ids is None else ids)
-        return out
+        if not fast:
+            return [self.encode(text) for text in texts]
+        encode = self.engine.encode
+        return [encode(text) for text in texts]
 
-    def fast_encoder(self, proven: bool = False):
-        """(tiktoken's encoder for this tokenizer or None, the reason), decided once.
+    @property
+    def engine(self) -> engines.Engine:
+        """The fastest engine proven to give this tokenizer's IDs (``.name``, ``.reason``).
 
-        The encoder takes valid text and returns the IDs as an ``array("I")``.
-
-        ``proven``: skip the O(vocabulary) proof because it already passed for a
-        tokenizer with the same SHA-256 (e.g. in a job's driver); see
-        ``bpe.tiktoken_core.fast_encoder``.
+        Decided on first use, by running the proofs (O(vocabulary)), or taken
+        from ``use_proof``; kept from then on.
         """
-        if self._fast is None:
-            self._fast = fast_encoder(self, proven=proven)
-        return self._fast
+        if self._engine is None:
+            self._engine = engines.choose(self)
+        return self._engine
+
+    def prove(self) -> EngineProof:
+        """The proof of which engine gives this tokenizer's IDs: small, picklable, for ``use_proof`` elsewhere."""
+        return self.engine.proof
+
+    def use_proof(self, proof: EngineProof) -> engines.Engine:
+        """Takes the engine a proof names (made by ``prove`` for a tokenizer with the same
+        SHA-256, e.g. in a job's driver) without re-running the O(vocabulary) proof.
+
+        An engine already decided is kept. Returns ``self.engine``.
+
+        Raises:
+          bpe.engines.ProofMismatch: the proof is for another tokenizer.
+        """
+        engines.check(self, proof)
+        if self._engine is None:
+            self._engine = engines.from_proof(self, proof)
+        return self._engine
+
+    @property
+    def piece_encoder(self) -> PieceEncoder:
+        """The reference encoder of pre-tokenized pieces (with its cache)."""
+        return self._encoder
 
     # -- decoding -------------------------------------------------------------
 
@@ -159,142 +183,42 @@ class Tokenizer:
 
     def to_json(self) -> str:
         """The tokenizer in the Hugging Face ``tokenizer.json`` format."""
-        to_char = byte_to_char()
-        names = ["".join(to_char[b] for b in self._decoder.token_bytes[i]) for i in range(256 + len(self.merges))]
-        vocab = {name: i for i, name in enumerate(names)}
-        if len(vocab) != len(names):
-            first = next(i for i, name in enumerate(names) if vocab[name] != i)
-            raise ValueError(
-                f"tokens {first} and {vocab[names[first]]} have the same bytes; tokenizer.json cannot hold both"
-            )
-        return json.dumps(
-            {
-                "version": "1.0",
-                "truncation": None,
-                "padding": None,
-                "added_tokens": [
-                    {
-                        "id": token_id,
-                        "content": content,
-                        "single_word": False,
-                        "lstrip": False,
-                        "rstrip": False,
-                        "normalized": False,
-                        "special": True,
-                    }
-                    for content, token_id in self.special_tokens.items()
-                ],
-                "normalizer": None,
-                "pre_tokenizer": {
-                    "type": "Sequence",
-                    "pretokenizers": [
-                        {"type": "Split", "pattern": {"Regex": onig_compatible(self.pattern)}, "behavior": "Isolated", "invert": False},
-                        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
-                    ],
-                },
-                "post_processor": None,
-                "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
-                "model": {
-                    "type": "BPE",
-                    "dropout": None,
-                    "unk_token": None,
-                    "continuing_subword_prefix": None,
-                    "end_of_word_suffix": None,
-                    "fuse_unk": False,
-                    "byte_fallback": False,
-                    "ignore_merges": False,
-                    "vocab": vocab,
-                    "merges": [[names[left], names[right]] for left, right in self.merges],
-                },
-            },
-            ensure_ascii=False,
-            indent=1,
-        )
+        token_bytes = [self._decoder.token_bytes[i] for i in range(256 + len(self.merges))]
+        return tokenizer_file.render(token_bytes, self.merges, self.pattern, self.special_tokens)
 
-    def save(self, path: str) -> str:
-        """Writes ``tokenizer.json`` into a directory (or to a path ending in .json).
+    def save(self, path: str, transport_params: dict | None = None) -> str:
+        """Writes ``tokenizer.json`` into a directory (or to a path ending in .json); returns the file's path.
 
-        The file is written to a temporary name and renamed, so a reader never sees
-        half a file. Returns the file's path.
+        ``path``: local, ``file://``, or a URL smart_open opens (``s3://``,
+        ``gs://``); ``transport_params`` go to smart_open (see ``bpe.tokenizer_file``).
+        A reader never sees half a file.
         """
-        file_path = path if path.endswith(".json") else os.path.join(path, FILE_NAME)
-        os.makedirs(os.path.dirname(file_path) or ".", exist_ok=True)
-        tmp_path = file_path + ".tmp"
-        with open(tmp_path, "w", encoding="utf-8") as f:
-            f.write(self.to_json())
-        os.replace(tmp_path, file_path)
-        return file_path
+        return tokenizer_file.write(path, self.to_json(), transport_params)
 
     @classmethod
-    def load(cls, path: str) -> "Tokenizer":
-        """Reads a tokenizer from a directory holding tokenizer.json, or from the file."""
-        file_path = os.path.join(path, FILE_NAME) if os.path.isdir(path) else path
-        try:
-            with open(file_path, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
-            raise TokenizerFileError(f"tokenizer file not found: {file_path}") from None
-        except OSError as e:
-            raise TokenizerFileError(f"cannot read tokenizer file {file_path}: {e.strerror}") from None
+    def load(cls, path: str, transport_params: dict | None = None) -> "Tokenizer":
+        """Reads a tokenizer from a tokenizer.json, or a directory holding one; ``.sha256`` is the file's.
+
+        ``path``: local, ``file://``, or a URL smart_open opens (``s3://``,
+        ``gs://``); ``transport_params`` go to smart_open (see ``bpe.tokenizer_file``).
+
+        Raises:
+          TokenizerFileError: one line: missing, unreadable, too big, or not a valid tokenizer.
+        """
+        data, file_path = tokenizer_file.read(path, transport_params)
         return cls.from_json(data, source=file_path)
 
     @classmethod
-    def from_json(cls, data: str | bytes, source: str = "tokenizer.json") -> "Tokenizer":
+    def from_json(cls, data: str | bytes, source: str = FILE_NAME) -> "Tokenizer":
         """Parses and validates a tokenizer.json; any problem is one TokenizerFileError line."""
+        spec = tokenizer_file.parse(data, source)
         try:
-            spec = json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise TokenizerFileError(f"{source} is not valid JSON: {e}") from None
-        try:
-            tokenizer = cls._from_spec(spec, source)
-        except TokenizerFileError:
-            raise
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
-            detail = f"missing key {e}" if isinstance(e, KeyError) else str(e)
-            raise TokenizerFileError(f"{source} is not a valid beam-bpe tokenizer: {detail}") from None
-        tokenizer.sha256 = hashlib.sha256(data if isinstance(data, bytes) else data.encode("utf-8")).hexdigest()
-        return tokenizer
-
-    @classmethod
-    def _from_spec(cls, spec: dict, source: str) -> "Tokenizer":
-        def fail(reason: str) -> TokenizerFileError:
-            return TokenizerFileError(f"{source}: {reason}")
-
-        if not isinstance(spec, dict):
-            raise fail("expected a JSON object")
-        model = spec["model"]
-        if model.get("type") != "BPE":
-            raise fail(f"model type is {model.get('type')!r}, expected 'BPE'")
-        pattern = _find_split_pattern(spec.get("pre_tokenizer"))
-        if pattern is None:
-            raise fail("no Split pre-tokenizer with a regex")
-        # Files hold the Oniguruma spelling of a preset; keep tiktoken's own string.
-        pattern = next((p for p in PRESETS.values() if onig_compatible(p) == pattern), pattern)
-        vocab: dict[str, int] = model["vocab"]
-        to_char = byte_to_char()
-        for b in range(256):
-            if vocab.get(to_char[b]) != b:
-                raise fail(f"byte {b} must have ID {b}, found {vocab.get(to_char[b])!r}")
-        merges = []
-        for i, merge in enumerate(model["merges"]):
-            left, right = merge.split(" ") if isinstance(merge, str) else merge
-            for name in (left, right):
-                if name not in vocab:
-                    raise fail(f"merge {i} names unknown token {name!r}")
-            merged = vocab.get(left + right)
-            if merged != 256 + i:
-                raise fail(f"merge {i} ({left!r}, {right!r}) must create ID {256 + i}, vocab says {merged!r}")
-            merges.append((vocab[left], vocab[right]))
-        if len(vocab) != 256 + len(merges):
-            raise fail(f"vocab has {len(vocab)} entries, expected 256 + {len(merges)} merges")
-        specials = sorted(spec.get("added_tokens") or [], key=lambda t: t["id"])
-        for offset, token in enumerate(specials):
-            if token["id"] != 256 + len(merges) + offset:
-                raise fail(f"special token {token['content']!r} has ID {token['id']}, expected {256 + len(merges) + offset}")
-        try:
-            return cls(merges, pattern=pattern, special_tokens=[t["content"] for t in specials])
+            tokenizer = cls(spec.merges, pattern=spec.pattern, special_tokens=spec.special_tokens)
         except ValueError as e:
-            raise fail(str(e)) from None
+            raise TokenizerFileError(f"{source}: {e}") from None
+        # The checksum of the very bytes parsed: it describes what was loaded.
+        tokenizer._sha256 = hashlib.sha256(data if isinstance(data, bytes) else data.encode("utf-8")).hexdigest()
+        return tokenizer
 
     # -- peers ----------------------------------------------------------------
 
@@ -303,7 +227,7 @@ class Tokenizer:
 
         ``special_tokens``: tiktoken's special tokens (text -> ID); default ours.
         """
-        import tiktoken  # only here: tiktoken is a peer, not a dependency
+        import tiktoken  # only here: most uses of a tokenizer need none of it
 
         token_bytes = self._decoder.token_bytes
         return tiktoken.Encoding(
@@ -315,29 +239,3 @@ class Tokenizer:
 
     def __repr__(self) -> str:
         return f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}, special_tokens={list(self.special_tokens)})"
-
-
-def _find_split_pattern(pre_tokenizer: dict | None) -> str | None:
-    if not pre_tokenizer:
-        return None
-    if pre_tokenizer.get("type") == "Sequence":
-        for step in pre_tokenizer.get("pretokenizers", []):
-            found = _find_split_pattern(step)
-            if found is not None:
-                return found
-        return None
-    if pre_tokenizer.get("type") == "Split":
-        return pre_tokenizer["pattern"].get("Regex")
-    return None
-
-
-def _check_special_tokens(special_tokens: Sequence[str]) -> None:
-    if isinstance(special_tokens, str):
-        raise ValueError("special_tokens must be a sequence of strings, not one string")
-    seen = set()
-    for token in special_tokens:
-        if not isinstance(token, str) or not token:
-            raise ValueError(f"special tokens must be non-empty strings, got {token!r}")
-        if token in seen:
-            raise ValueError(f"special token {token!r} is given twice")
-        seen.add(token)

@@ -1,6 +1,8 @@
 """EncodeDocuments, WriteTokenShards and DecodeShards as Beam transforms."""
 
+import dataclasses
 import glob
+import pickle
 import random
 import sys
 from array import array
@@ -15,12 +17,13 @@ from apache_beam.testing.util import assert_that, equal_to
 import bpe
 from tests.helpers import IN_MEMORY, train_small
 from tests.real_text import multilingual
+from bpe import engines
+from bpe.engines import EngineProof, ProofMismatch, PythonEngine, TiktokenEngine
+from transforms import metrics
 from transforms.decode import DecodeShards
-from bpe.tiktoken_core import fast_encoder
-from transforms.encode import EncodeDocuments, TokenRow, read_tokenizer
+from transforms.encode import EncodeDocuments, TokenRow
 from transforms.read import Document
 from transforms.shards import EOS_KEY, INPUT_BYTES_KEY, SHA256_KEY, VOCAB_SIZE_KEY, WriteTokenShards, rows_to_table, shard_schema
-
 
 
 @pytest.fixture(scope="module")
@@ -46,84 +49,159 @@ def documents(texts):
     return docs
 
 
-@pytest.mark.parametrize("use_tiktoken", [True, False])
+def python_only(proof: EngineProof) -> EngineProof:
+    """The same proof with tiktoken switched off: a slower engine than proven is always exact."""
+    return dataclasses.replace(proof, engine="python", rejected=(("tiktoken", "switched off by the test"),))
+
+
+def count_proofs(monkeypatch) -> list:
+    """Records every run of the O(vocabulary) proof from now on."""
+    calls = []
+    proof = engines._rank_mismatch
+    monkeypatch.setattr(engines, "_rank_mismatch", lambda t: calls.append(t) or proof(t))
+    return calls
+
+
+@pytest.mark.parametrize("engine", ["tiktoken", "python"])
 @pytest.mark.parametrize("append_eos", [False, True])
-def test_encode_documents_gives_tokenizer_ids(tokenizer_dir, texts, use_tiktoken, append_eos):
-    tok = read_tokenizer(tokenizer_dir)
+def test_encode_documents_gives_tokenizer_ids(tokenizer_dir, texts, engine, append_eos, monkeypatch):
+    tok = bpe.Tokenizer.load(tokenizer_dir)
+    proof = tok.prove()
+    assert proof.engine == "tiktoken", proof.reason
+    if engine == "python":
+        proof = python_only(proof)
     docs = documents(texts)
     eos = [tok.special_tokens["<|endoftext|>"]] if append_eos else []
     expected = [
-        TokenRow(d.doc_id if d.doc_id is not None else f"{d.file}:{d.record}", tok.encode(d.data) + eos, len(d.data))
+        (d.doc_id if d.doc_id is not None else f"{d.file}:{d.record}", tuple(tok.encode(d.data) + eos), len(d.data), "I")
         for d in docs
     ]
-    with TestPipeline(argv=IN_MEMORY) as p:
-        rows = (
-            p
-            | beam.Create(docs)
-            | EncodeDocuments(tokenizer_dir, append_eos=append_eos, batch_size=4, use_tiktoken=use_tiktoken)
-        )
-        assert_that(
-            rows | beam.Map(lambda r: (r.id, tuple(r.tokens), r.input_bytes)),
-            equal_to([(r.id, tuple(r.tokens), r.input_bytes) for r in expected]),
-        )
+    proofs = count_proofs(monkeypatch)
+    p = TestPipeline(argv=IN_MEMORY)
+    rows = (
+        p
+        | beam.Create(docs)
+        | EncodeDocuments(tokenizer_dir, proof, append_eos=append_eos, batch_size=4)
+    )
+    assert_that(
+        rows | beam.Map(lambda r: (r.id, tuple(r.tokens), r.input_bytes, isinstance(r, TokenRow) and r.tokens.typecode)),
+        equal_to(expected),
+    )
+    result = p.run()
+    result.wait_until_finish()
+    assert proofs == []  # workers trust the driver's proof
+    counters = {c.key.metric.name: c.committed for c in result.metrics().query()["counters"]}
+    assert counters[metrics.name("encode", "documents")] == len(docs)
+    assert counters[metrics.name("encode", "tokens")] == sum(len(row[1]) for row in expected)
+    # tiktoken hands the one document that is not valid UTF-8 to the reference.
+    assert counters.get(metrics.name("encode", "reference_fallbacks"), 0) == (1 if engine == "tiktoken" else 0)
 
 
 def test_encode_refuses_changed_tokenizer(tokenizer_dir):
+    proof = dataclasses.replace(bpe.Tokenizer.load(tokenizer_dir).prove(), tokenizer_sha256="0" * 64)
     with pytest.raises(Exception, match="changed while the job ran"):
         with TestPipeline(argv=IN_MEMORY) as p:
-            _ = p | beam.Create(documents(["x"])) | EncodeDocuments(tokenizer_dir, tokenizer_sha256="0" * 64)
+            _ = p | beam.Create(documents(["x"])) | EncodeDocuments(tokenizer_dir, proof)
 
 
-def test_fast_encoder_is_used_for_trained_tokenizer_and_matches(tokenizer_dir, texts):
-    tok = read_tokenizer(tokenizer_dir)
-    fast, reason = fast_encoder(tok)
-    assert fast is not None, reason
+def test_proof_is_small_picklable_and_checked_by_sha256(tokenizer_dir, texts, monkeypatch):
+    driver = bpe.Tokenizer.load(tokenizer_dir)
+    proof = driver.prove()
+    assert pickle.loads(pickle.dumps(proof)) == proof and len(pickle.dumps(proof)) < 500
+    assert proof.tokenizer_sha256 == driver.sha256 and proof.engine == "tiktoken" and proof.rejected == ()
+    proofs = count_proofs(monkeypatch)
+    worker = bpe.Tokenizer.load(tokenizer_dir)
+    engine = worker.use_proof(pickle.loads(pickle.dumps(proof)))
+    assert proofs == [] and engine is worker.engine and engine.name == "tiktoken"
+    assert worker.prove() == proof
+    other = train_small(texts[:1], vocab_size=300)
+    with pytest.raises(ProofMismatch, match="engine proof is for tokenizer"):
+        other.use_proof(proof)
+    with pytest.raises(ProofMismatch):
+        worker.use_proof(other.prove())  # an engine already decided still checks the proof
+
+
+def test_tokenizer_decides_its_engine_once(tokenizer_dir, monkeypatch):
+    tok = bpe.Tokenizer.load(tokenizer_dir)
+    proofs = count_proofs(monkeypatch)
+    engine = tok.engine
+    assert tok.engine is engine and tok.prove() is engine.proof
+    tok.use_proof(tok.prove())
+    assert tok.engine is engine and len(proofs) == 1
+
+
+def test_in_memory_tokenizer_sha256_is_that_of_its_saved_file(tmp_path, texts):
+    tok = train_small(texts[:1], vocab_size=300)
+    loaded = bpe.Tokenizer.load(tok.save(str(tmp_path)))
+    assert loaded.sha256 == tok.sha256
+    assert loaded.use_proof(tok.prove()).name == tok.engine.name == "tiktoken"
+
+
+def test_tiktoken_engine_is_chosen_for_trained_tokenizer_and_matches(tokenizer_dir, texts):
+    tok = bpe.Tokenizer.load(tokenizer_dir)
+    engine = tok.engine
+    assert isinstance(engine, TiktokenEngine) and engine.reason == "tiktoken: proven identical for this tokenizer"
     more = multilingual(2, start=7)
-    # Special-token text is ordinary text for both, as in encode_ordinary.
-    for text in more + ["<|endoftext|>", "a<|endoftext|>b <|endo", ""]:
-        ids = fast(text)
-        assert isinstance(ids, array) and ids.tolist() == tok.encode(text)
+    # Special-token text is ordinary text for both, as in encode_ordinary; text
+    # tiktoken cannot take exactly goes to the reference.
+    for text in more + ["<|endoftext|>", "a<|endoftext|>b <|endo", "", "lone \udc80 surrogate", b"caf\xc3\xa9 \xff"]:
+        ids = engine.encode_array(text)
+        assert isinstance(ids, array) and ids.typecode == "I" and ids.tolist() == tok.encode(text)
+        listed = engine.encode(text)
+        assert isinstance(listed, list) and listed == tok.encode(text)
+    assert engine.fallbacks == 4  # the last two texts, once per call
 
 
-def test_fast_encoder_for_a_tokenizer_without_special_tokens(texts):
+def test_tiktoken_engine_for_a_tokenizer_without_special_tokens(texts):
     # tiktoken gets a placeholder special token (its buffer call is slow without
     # any); it is never allowed, so its text is ordinary and its ID never appears.
-    from bpe.tiktoken_core import _UNUSED_SPECIAL
+    from bpe.engines import _UNUSED_SPECIAL
 
     tok = train_small(texts, special_tokens=())
-    fast, reason = fast_encoder(tok)
-    assert fast is not None, reason
+    engine = tok.engine
+    assert engine.name == "tiktoken", engine.reason
     for text in multilingual(2, start=5) + [_UNUSED_SPECIAL, f"a{_UNUSED_SPECIAL}b", ""]:
-        ids = fast(text).tolist()
+        ids = engine.encode_array(text).tolist()
         assert ids == tok.encode(text) and tok.vocab_size not in ids
     assert tok.encode_batch([_UNUSED_SPECIAL]) == [tok.encode(_UNUSED_SPECIAL)]
 
 
-def test_array_encoder_without_tiktokens_buffer_call_gives_the_same_arrays(tokenizer_dir):
-    from bpe.tiktoken_core import _ArrayEncoder
-
+def test_array_encoding_without_tiktokens_buffer_call_gives_the_same_arrays(tokenizer_dir):
     class ListOnly:  # a tiktoken Encoding without the buffer call of its core
         def __init__(self, encoding):
             self.encode_ordinary = encoding.encode_ordinary
 
-    encoding = read_tokenizer(tokenizer_dir).to_tiktoken()
+    tok = bpe.Tokenizer.load(tokenizer_dir)
+    encoding = tok.to_tiktoken()
+    reference = PythonEngine(tok.pre_tokenizer.split, tok.piece_encoder)
+    proof = tok.prove()
     for text in multilingual(2, start=3) + ["<|endoftext|>", ""]:
-        buffered, listed = _ArrayEncoder(encoding)(text), _ArrayEncoder(ListOnly(encoding))(text)
+        buffered = TiktokenEngine(encoding, reference, proof).encode_array(text)
+        listed = TiktokenEngine(ListOnly(encoding), reference, proof).encode_array(text)
         assert buffered.typecode == listed.typecode == "I"
         assert buffered == listed and buffered.tolist() == encoding.encode_ordinary(text)
 
 
-def test_fast_encoder_refuses_custom_pattern():
+def test_tiktoken_is_refused_for_a_custom_pattern():
     tok = bpe.Tokenizer([(97, 98)], pattern=r"\w+|\W")
-    assert fast_encoder(tok)[0] is None
+    assert tok.engine.name == "python" and "custom pre-tokenizer pattern" in tok.engine.reason
+    assert tok.engine.encode_array("ab ab").tolist() == tok.encode("ab ab")
 
 
 def test_without_tiktoken_everything_goes_through_our_encoder(monkeypatch, texts):
     monkeypatch.setitem(sys.modules, "tiktoken", None)  # `import tiktoken` now fails
     tok = train_small(texts[:1], vocab_size=300)
-    encode, reason = fast_encoder(tok)
-    assert encode is None and reason == "tiktoken is not installed"
+    assert tok.engine.name == "python" and tok.engine.reason == "python: not tiktoken: tiktoken cannot be imported"
     assert tok.encode_batch(texts) == [tok.encode(text) for text in texts]
+
+
+def test_a_proof_naming_tiktoken_falls_back_where_tiktoken_cannot_be_imported(monkeypatch, tokenizer_dir, texts):
+    proof = bpe.Tokenizer.load(tokenizer_dir).prove()
+    monkeypatch.setitem(sys.modules, "tiktoken", None)
+    worker = bpe.Tokenizer.load(tokenizer_dir)
+    engine = worker.use_proof(proof)
+    assert engine.name == "python" and "tiktoken cannot be imported" in engine.reason
+    assert [engine.encode(t) for t in texts[:3]] == [worker.encode(t) for t in texts[:3]]
 
 
 def _random_tokenizer(rng, alphabet=b"ab"):
@@ -146,14 +224,14 @@ def _random_tokenizer(rng, alphabet=b"ab"):
     return bpe.Tokenizer(merges)
 
 
-def test_fast_encoder_proof_holds_on_random_merge_lists():
+def test_tiktoken_proof_holds_on_random_merge_lists():
     # Arbitrary (untrained) merge lists are where tiktoken's rank-of-bytes rule
     # and our merge order disagree; whenever the proof accepts one, they must not.
     rng = random.Random(1)
     accepted = rejected_and_differs = 0
     for _ in range(400):
         tok = _random_tokenizer(rng)
-        fast, _ = fast_encoder(tok)
+        fast = tok.engine.encode_array if tok.engine.name == "tiktoken" else None
         samples = ["".join(rng.choice("ab") for _ in range(rng.randint(1, 14))) for _ in range(25)]
         if fast is None:
             encoding = tok.to_tiktoken() if len({tok.token_bytes(i) for i in range(tok.vocab_size)}) == tok.vocab_size else None
@@ -176,11 +254,11 @@ def test_token_type_switches_above_65536(tmp_path, num_merges, token_type):
     tok = _byte_pair_tokenizer(num_merges)
     assert tok.vocab_size == 256 + num_merges
     path = tok.save(str(tmp_path / "tok"))
-    tok = read_tokenizer(path)
+    tok = bpe.Tokenizer.load(path)
     docs = [Document("a.txt", 1, b"\xff\x00 \xff\xfe", None), Document("a.txt", 2, b"ab", None)]
     out = str(tmp_path / "shards")
     with TestPipeline(argv=IN_MEMORY) as p:
-        rows = p | beam.Create(docs) | EncodeDocuments(path)
+        rows = p | beam.Create(docs) | EncodeDocuments(path, tok.prove())
         _ = rows | WriteTokenShards(out, tok.sha256, tok.vocab_size, num_shards=1)
     [shard] = glob.glob(out + "/part-*.parquet")
     assert shard.endswith("part-00000-of-00001.parquet")
@@ -197,12 +275,12 @@ def test_token_type_switches_above_65536(tmp_path, num_merges, token_type):
 
 
 def test_write_shards_then_decode_shards_round_trip(tmp_path, tokenizer_dir, texts):
-    tok = read_tokenizer(tokenizer_dir)
+    tok = bpe.Tokenizer.load(tokenizer_dir)
     docs = documents(texts)
     out = str(tmp_path / "shards")
     eos = tok.special_tokens["<|endoftext|>"]
     with TestPipeline(argv=IN_MEMORY) as p:
-        rows = p | beam.Create(docs) | EncodeDocuments(tokenizer_dir, append_eos=True)
+        rows = p | beam.Create(docs) | EncodeDocuments(tokenizer_dir, tok.prove(), append_eos=True)
         _ = rows | WriteTokenShards(out, tok.sha256, tok.vocab_size, num_shards=2, eos_token_id=eos, row_group_tokens=500)
     shards = sorted(glob.glob(out + "/part-*.parquet"))
     assert [s.rsplit("/", 1)[1] for s in shards] == ["part-00000-of-00002.parquet", "part-00001-of-00002.parquet"]

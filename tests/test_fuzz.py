@@ -335,16 +335,14 @@ def test_prefill_continues_like_a_decoder_that_emitted_the_prompt(case, data):
 #   *concatenated bytes* are the token of lowest rank; we replay the learned
 #   *pairs* in order; and tiktoken maps a piece that is itself a token straight to
 #   it. Both can differ from us on arbitrary merge lists (tests/test_peers.py has a
-#   3-merge example); on trained tokenizers no difference has been found
-#   (20k fuzz examples, every code point in context, every token and every
-#   substring of the training pieces).
+#   3-merge example); on trained tokenizers they must not, and the tiktoken
+#   engine is used only where bpe/engines.py proves it.
 
 
 def encode_by_rank_of_bytes(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
     """tiktoken's merge rule, written plainly: a piece that is itself a token is
-    that token (a shortcut tiktoken takes before merging; found by the nightly
-    fuzz run: merges can build b"abbbbbb" as a token that merging never reaches
-    from its bytes); otherwise, while some adjacent parts join into a token, join
+    that token (a shortcut tiktoken takes before merging: merges can build a
+    token such as b"abbbbbb" that merging never reaches from its bytes); otherwise, while some adjacent parts join into a token, join
     the leftmost pair whose joined bytes have the lowest rank."""
     if piece in ranks:
         return [ranks[piece]]
@@ -435,13 +433,12 @@ def test_arbitrary_merge_lists_fast_encoder_and_tiktoken_rule(alphabet, rng, dat
 
 
 def test_stream_decides_encoded_surrogate_lead_at_once():
-    """Found by the fuzzer (case gpt2, IDs [237, 160]). Byte tokens ED, A0: per the
-    Unicode table of well-formed sequences, ED may only be followed by 80..9F, so
-    after A0 both bytes are decided: the stream should emit two U+FFFD right away.
-    CPython's incremental decoder waits for a third byte there; the stream decoder
-    now decides at once. 0xE0 0x80 (overlong) was always decided at once. Before
-    the fix, a prompt ending in ED A0 leaked its two U+FFFD out of prefill into the
-    generated text."""
+    """Byte tokens ED, A0: per the Unicode table of well-formed sequences, ED may
+    only be followed by 80..9F, so after A0 both bytes are decided and the stream
+    emits two U+FFFD right away, as it does for 0xE0 0x80 (overlong). CPython's
+    incremental decoder waits for a third byte there; the stream decoder does not,
+    so a prompt ending in ED A0 keeps its two U+FFFD inside prefill instead of
+    leaking them into the generated text."""
     tok = bpe.Tokenizer([])
     dec = tok.stream_decoder()
     assert dec.step(0xE0) == ""
@@ -454,10 +451,9 @@ def test_stream_decides_encoded_surrogate_lead_at_once():
 
 
 def test_count_dict_cap_holds_inside_one_document():
-    """Found with benchmarks/bench_memory.py. The DoFn promises memory "bounded
-    whatever the batch holds"; a batch of one document with 5000 unique words and a
-    cap of 1000 should be emitted in flushes of at most 1000 pieces (it was one flush of 5000
-    before the DoFn counted big documents chunk by chunk)."""
+    """The DoFn promises memory "bounded whatever the batch holds": a batch of one
+    document with 5000 unique words and a cap of 1000 is emitted in flushes of at
+    most 1000 pieces, because the DoFn counts big documents chunk by chunk."""
     from transforms.count import _CountBatchFn  # imports Beam: only here
 
     fn = _CountBatchFn("gpt2", max_batch_pieces=1000, num_partitions=1)

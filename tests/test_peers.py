@@ -56,7 +56,7 @@ def test_tiktoken_gives_our_ids(trained):
 
 
 def test_possessive_interval_is_written_for_oniguruma(trained, tmp_path):
-    """The one disagreement we found, and how the file format avoids it.
+    """The one disagreement between the regex engines, and how the file format avoids it.
 
     cl100k's ``\\p{N}{1,3}+`` is possessive in Python's regex and in tiktoken, so
     "10000" splits into "100", "00". Oniguruma (HF's regex engine) reads ``{1,3}+``
@@ -99,7 +99,7 @@ def test_encode_batch_uses_tiktoken_where_proven_and_equals_encode(trained):
     tok, path = trained
     tok = bpe.Tokenizer.load(path)  # a fresh one: the decision is made once per tokenizer
     texts = held_out()[:6] + [b"caf\xc3\xa9 \xff\xfe broken \xe2\x82", "lone \udc80 surrogate", "", b""]
-    assert tok.fast_encoder()[1] == "tiktoken verified identical for this tokenizer"
+    assert tok.engine.name == "tiktoken", tok.engine.reason
     expected = [tok.encode(text) for text in texts]
     assert tok.encode_batch(texts) == expected
     assert tok.encode_batch(texts, fast=False) == expected
@@ -109,8 +109,7 @@ def test_encode_batch_falls_back_where_tiktoken_would_differ():
     """The hand-made merges of the test above: tiktoken gives [258] for "abc", we
     give [97, 256]; encode_batch must refuse tiktoken and stay exact."""
     tok = bpe.Tokenizer([(98, 99), (97, 98), (257, 99)])
-    fast, reason = tok.fast_encoder()
-    assert fast is None and "token 258" in reason
+    assert tok.engine.name == "python" and "token 258" in tok.engine.reason
     assert tok.encode_batch(["abc", "xabcabc"]) == [tok.encode("abc"), tok.encode("xabcabc")] == [[97, 256], [120, 97, 256, 97, 256]]
 
 
@@ -125,13 +124,13 @@ def test_tokenizer_pickles_after_encode_batch(trained):
 
 
 def test_tiktoken_proof_runs_once_per_tokenizer(trained, monkeypatch):
-    from bpe import tiktoken_core
+    from bpe import engines
 
     tok, path = trained
     tok = bpe.Tokenizer.load(path)
     calls = []
-    proof = tiktoken_core._rank_mismatch
-    monkeypatch.setattr(tiktoken_core, "_rank_mismatch", lambda t: calls.append(t) or proof(t))
+    proof = engines._rank_mismatch
+    monkeypatch.setattr(engines, "_rank_mismatch", lambda t: calls.append(t) or proof(t))
     for _ in range(3):
         tok.encode_batch(["hello world", "again"])
     assert len(calls) == 1

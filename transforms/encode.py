@@ -1,15 +1,10 @@
-"""Encoding documents into token IDs: ``EncodeDocuments`` and the tokenizer it loads.
+"""Encoding documents into token IDs: ``EncodeDocuments``.
 
-The tokenizer is read once per worker (``DoFn.setup``) through Beam's
-FileSystems, so ``gs://`` and ``s3://`` paths work on any runner, and its
-SHA-256 is checked against the one the driver saw, so a file replaced while the
-job runs cannot silently mix two tokenizers in one dataset.
-
-The hot loop may run on tiktoken's Rust core, but only after it is proven to
-give our IDs for the tokenizer at hand (``bpe.tiktoken_core.fast_encoder``); our
-own encoder stays the reference and handles everything tiktoken cannot (bytes
-that are not valid UTF-8, custom patterns, tokenizers whose merges tiktoken
-would replay differently).
+Each worker loads the tokenizer once (``DoFn.setup``, with ``Tokenizer.load``,
+so local, ``gs://`` and ``s3://`` paths work on any runner) and takes the
+engine the driver proved for it (``bpe.engines``): the proof names the
+tokenizer's SHA-256, so a file replaced while the job runs cannot silently mix
+two tokenizers in one dataset, and no worker repeats the O(vocabulary) proof.
 """
 
 from __future__ import annotations
@@ -19,14 +14,12 @@ import logging
 from typing import NamedTuple, Sequence
 
 import apache_beam as beam
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from bpe.tiktoken_core import encode_if_valid
-from bpe.tokenizer import FILE_NAME, Tokenizer, TokenizerFileError
+from bpe.engines import EngineProof, ProofMismatch
+from bpe.tokenizer import Tokenizer
+from transforms import metrics
 from transforms.coders import SizedPickleCoder
-
-NAMESPACE = "beam_bpe.encode"
 
 
 class TokenRow(NamedTuple):
@@ -34,8 +27,7 @@ class TokenRow(NamedTuple):
 
     Attributes:
       id: the record's id field, or ``<file>:<record number>``.
-      tokens: the token IDs (EOS included when appended): a list from our
-        encoder, an ``array("I")`` from tiktoken's.
+      tokens: the token IDs (EOS included when appended), an ``array("I")``.
       input_bytes: the size of the input document in bytes.
     """
 
@@ -56,39 +48,6 @@ class TokenRowCoder(SizedPickleCoder):
 beam.coders.registry.register_coder(TokenRow, TokenRowCoder)
 
 
-def tokenizer_file(path: str) -> str:
-    """The tokenizer.json a path names: the path itself, or the file inside a directory."""
-    if path.endswith(".json"):
-        return path
-    inside = FileSystems.join(path, FILE_NAME)
-    return inside if exists(inside) else path
-
-
-def read_tokenizer(path: str) -> Tokenizer:
-    """Reads and validates a tokenizer from any Beam filesystem; ``.sha256`` is set.
-
-    Raises:
-      TokenizerFileError: the file is missing, unreadable, or not a valid tokenizer.
-    """
-    file_path = tokenizer_file(path)
-    try:
-        with FileSystems.open(file_path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            data = f.read()
-    except Exception as e:  # FileSystems wraps OS and cloud errors in several types
-        reason = "not found" if not exists(file_path) else f"cannot be read ({type(e).__name__})"
-        raise TokenizerFileError(f"tokenizer file {file_path} {reason}") from None
-    # from_json hashes the very bytes it parses: the checksum describes what was loaded.
-    return Tokenizer.from_json(data, source=file_path)
-
-
-def exists(path: str) -> bool:
-    """Whether a path exists on any Beam filesystem; one that cannot answer says no."""
-    try:
-        return FileSystems.exists(path)
-    except Exception:
-        return False
-
-
 def eos_token_id(tokenizer: Tokenizer, eos_token: str | None) -> int:
     """The ID of the EOS token (default: the first special token).
 
@@ -107,53 +66,48 @@ def eos_token_id(tokenizer: Tokenizer, eos_token: str | None) -> int:
     return tokenizer.special_tokens[eos_token]
 
 
-class _EncodeBatchFn(beam.DoFn):
-    """Encodes a batch of Documents into TokenRows with a per-worker tokenizer."""
+read_tokenizer = Tokenizer.load  # shim: removed at merge (transforms/decode.py, pipeline/ still call it)
 
-    def __init__(
-        self,
-        tokenizer_path: str,
-        tokenizer_sha256: str | None,
-        eos_token: str | None,
-        append_eos: bool,
-        use_tiktoken: bool,
-        tiktoken_proven: bool = False,
-    ):
+
+def exists(path: str) -> bool:  # shim: removed at merge (pipeline/encode.py still imports it)
+    try:
+        return FileSystems.exists(path)
+    except Exception:
+        return False
+
+
+class _EncodeBatchFn(beam.DoFn):
+    """Encodes a batch of Documents into TokenRows with the engine the proof names."""
+
+    def __init__(self, tokenizer_path: str, proof: EngineProof, eos_token: str | None, append_eos: bool):
         self._tokenizer_path = tokenizer_path
-        self._tokenizer_sha256 = tokenizer_sha256
+        self._proof = proof
         self._eos_token = eos_token
         self._append_eos = append_eos
-        self._use_tiktoken = use_tiktoken
-        self._tiktoken_proven = tiktoken_proven
-        self._documents = beam.metrics.Metrics.counter(NAMESPACE, "documents")
-        self._tokens = beam.metrics.Metrics.counter(NAMESPACE, "tokens")
-        self._input_bytes = beam.metrics.Metrics.counter(NAMESPACE, "input_bytes")
-        self._fast_documents = beam.metrics.Metrics.counter(NAMESPACE, "documents_encoded_by_tiktoken")
+        self._documents = metrics.counter("encode", "documents")
+        self._tokens = metrics.counter("encode", "tokens")
+        self._input_bytes = metrics.counter("encode", "input_bytes")
+        self._fallbacks = metrics.counter("encode", "reference_fallbacks")
 
     def setup(self):
-        tokenizer = read_tokenizer(self._tokenizer_path)
-        if self._tokenizer_sha256 and tokenizer.sha256 != self._tokenizer_sha256:
+        tokenizer = Tokenizer.load(self._tokenizer_path)
+        try:
+            self._engine = tokenizer.use_proof(self._proof)
+        except ProofMismatch:
             raise RuntimeError(
                 f"tokenizer {self._tokenizer_path} changed while the job ran: SHA-256 is "
-                f"{tokenizer.sha256}, the job was started with {self._tokenizer_sha256}"
-            )
-        self._tokenizer = tokenizer
+                f"{tokenizer.sha256}, the job was started with {self._proof.tokenizer_sha256}"
+            ) from None
         self._eos = [eos_token_id(tokenizer, self._eos_token)] if self._append_eos else []
-        self._fast = None
-        if self._use_tiktoken:
-            self._fast, reason = tokenizer.fast_encoder(proven=self._tiktoken_proven)
-            logging.info("beam-bpe encode: %s", reason)
+        logging.info("beam-bpe encode: engine %s", self._engine.reason)
 
     def process(self, documents):
-        tokenizer, fast, eos = self._tokenizer, self._fast, self._eos
-        fast_count = tokens = input_bytes = 0
+        engine, eos = self._engine, self._eos
+        fallbacks = engine.fallbacks
+        tokens = input_bytes = 0
         for doc in documents:
             data = doc.data
-            ids = encode_if_valid(fast, data) if fast is not None else None
-            if ids is None:
-                ids = tokenizer.encode(data)
-            else:
-                fast_count += 1
+            ids = engine.encode_array(data)
             if eos:
                 ids.extend(eos)
             tokens += len(ids)
@@ -163,34 +117,30 @@ class _EncodeBatchFn(beam.DoFn):
         self._documents.inc(len(documents))
         self._tokens.inc(tokens)
         self._input_bytes.inc(input_bytes)
-        if fast_count:
-            self._fast_documents.inc(fast_count)
+        if engine.fallbacks != fallbacks:
+            self._fallbacks.inc(engine.fallbacks - fallbacks)
 
 
 @dataclasses.dataclass
 class EncodeDocuments(beam.PTransform):
-    """Encodes Documents into TokenRows (id, token IDs).
+    """Encodes Documents into TokenRows (id, token IDs as ``array("I")``).
 
     Args:
-      tokenizer_path: a tokenizer.json, or a directory holding one; any Beam
-        filesystem path.
+      tokenizer_path: a tokenizer.json, or a directory holding one (local,
+        ``file://``, ``gs://``, ``s3://``; see ``bpe.tokenizer_file``).
+      proof: ``Tokenizer.prove()`` of that tokenizer, made once by the driver;
+        each worker checks its SHA-256 against the file it loads and fails if
+        they differ.
       append_eos: append the EOS token to every document.
       eos_token: the EOS special token; default the tokenizer's first special token.
       batch_size: documents encoded per DoFn call.
-      tokenizer_sha256: the SHA-256 the driver saw; workers fail if theirs differs.
-      use_tiktoken: let tiktoken's Rust core encode valid UTF-8 documents when it is
-        verified to give identical IDs (see ``fast_encoder``).
-      tiktoken_proven: the driver already proved it for the tokenizer with
-        ``tokenizer_sha256`` (which workers check), so each worker need not.
     """
 
     tokenizer_path: str
+    proof: EngineProof
     append_eos: bool = False
     eos_token: str | None = None
     batch_size: int = 64
-    tokenizer_sha256: str | None = None
-    use_tiktoken: bool = True
-    tiktoken_proven: bool = False
 
     def __post_init__(self):
         super().__init__()
@@ -202,13 +152,6 @@ class EncodeDocuments(beam.PTransform):
                 min_batch_size=self.batch_size, max_batch_size=self.batch_size, record_metrics=False
             )
             | "Encode" >> beam.ParDo(
-                _EncodeBatchFn(
-                    self.tokenizer_path,
-                    self.tokenizer_sha256,
-                    self.eos_token,
-                    self.append_eos,
-                    self.use_tiktoken,
-                    self.tiktoken_proven and self.tokenizer_sha256 is not None,
-                )
+                _EncodeBatchFn(self.tokenizer_path, self.proof, self.eos_token, self.append_eos)
             ).with_output_types(TokenRow)
         )

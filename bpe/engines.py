@@ -1,0 +1,347 @@
+"""Encoding engines behind one interface, and the proof that picks one for a tokenizer.
+
+An engine encodes a tokenizer's ordinary text (special-token strings are text,
+as in ``Tokenizer.encode`` by default) from a str or any bytes:
+``encode(data)`` gives a list of IDs, ``encode_array(data)`` an ``array("I")``,
+the flat form token shards are built from. Engines, fastest first:
+
+- ``tiktoken``: tiktoken's Rust core, for valid UTF-8 text; it hands every other
+  document (invalid UTF-8, lone surrogates) to the reference.
+- ``python``: the reference, this package's own pre-tokenizer and
+  ``PieceEncoder``; it encodes anything, byte for byte.
+
+A faster engine is used for a tokenizer only once it is **proven** to give the
+reference's IDs on every input it takes. For tiktoken that means: the pattern is
+one of tiktoken's own (``TIKTOKEN_PATTERNS``), ``_rank_mismatch`` finds no text on which
+tiktoken's rank-of-bytes rule and our merge order could differ (O(vocabulary),
+see there), and a sample text encodes alike in both, a check of the two regex
+engines that runs in every process that builds the engine.
+
+``choose(tokenizer)`` runs the proofs and returns the engine, whose ``.proof``
+(an ``EngineProof``) is small and picklable: a job's driver proves once and
+passes the proof on, and ``from_proof`` in each worker checks it against the
+worker's own tokenizer by SHA-256 and trusts it, without the O(vocabulary) step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from array import array
+from typing import TYPE_CHECKING, Callable
+
+from bpe.decoder import vocabulary_bytes
+from bpe.pretokenize import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, to_text
+
+if TYPE_CHECKING:  # the tokenizer module imports this one: no import cycle at run time
+    from bpe.encoder import PieceEncoder
+    from bpe.tokenizer import Tokenizer
+
+# Engine names, fastest first; the last one, the reference, encodes anything.
+ENGINES = ("tiktoken", "python")
+# The patterns tiktoken's own encodings use, which its regex engine splits as ours does.
+TIKTOKEN_PATTERNS = (GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN)
+
+
+class ProofMismatch(ValueError):
+    """An EngineProof given to a tokenizer it was not made for."""
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineProof:
+    """Which engine is proven to give a tokenizer's IDs, and why the faster ones are not.
+
+    Attributes:
+      tokenizer_sha256: the SHA-256 of the tokenizer the proof is for.
+      engine: the fastest engine proven identical (a name in ``ENGINES``).
+      rejected: (engine, why not) for every faster engine.
+    """
+
+    tokenizer_sha256: str
+    engine: str
+    rejected: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def reason(self) -> str:
+        """One line: the engine chosen and why the faster ones were not."""
+        if self.engine == ENGINES[0]:
+            return f"{self.engine}: proven identical for this tokenizer"
+        why = "; ".join(f"not {name}: {reason}" for name, reason in self.rejected)
+        return f"{self.engine}: {why}" if why else self.engine
+
+
+class PythonEngine:
+    """The reference engine: the tokenizer's pre-tokenizer and piece encoder.
+
+    Args:
+      split: the pre-tokenizer's split (text -> pieces).
+      encoder: encodes the pieces with the tokenizer's merges.
+      proof: the proof that chose this engine, if one did.
+    """
+
+    name = "python"
+    # Documents handed to the reference engine: none, this is the reference.
+    fallbacks = 0
+
+    def __init__(self, split: Callable[[str], list[str]], encoder: PieceEncoder, proof: EngineProof | None = None):
+        self._split = split
+        self._encoder = encoder
+        self.proof = proof
+
+    @property
+    def reason(self) -> str:
+        return self.proof.reason if self.proof else "the reference encoder"
+
+    def encode(self, data: str | bytes) -> list[int]:
+        text, errors = to_text(data)
+        return self._encoder.encode_pieces(self._split(text), errors)
+
+    def encode_array(self, data: str | bytes) -> array:
+        return array("I", self.encode(data))
+
+
+# tiktoken's special token for tokenizers that have none (see TiktokenEngine).
+_UNUSED_SPECIAL = "<|beam-bpe: no special tokens|>"
+
+
+class TiktokenEngine:
+    """tiktoken's ordinary-text encoder for valid UTF-8, the reference for everything else.
+
+    ``encode_array`` has tiktoken's core write the IDs into a buffer (the call
+    behind ``Encoding.encode_to_numpy``) rather than make a Python int per
+    token; a tiktoken without that call gets the list API. No special token is
+    allowed, so special-token text is ordinary text, exactly as in
+    ``encode_ordinary``. That call looks for special tokens first, and with none
+    defined it looks for an empty pattern, which matches at every position and
+    slows it down; so a tokenizer without special tokens gives tiktoken the
+    placeholder ``_UNUSED_SPECIAL`` (ID vocab_size), which no output can hold.
+
+    Args:
+      encoding: the ``tiktoken.Encoding`` with our IDs as ranks.
+      reference: the engine for documents that are not valid UTF-8.
+      proof: the proof that chose this engine.
+
+    Attributes:
+      fallbacks: how many documents this object handed to the reference.
+    """
+
+    name = "tiktoken"
+    _NONE_ALLOWED: set[str] = set()
+
+    def __init__(self, encoding, reference: PythonEngine, proof: EngineProof):
+        self.encoding = encoding
+        self.reference = reference
+        self.proof = proof
+        self.fallbacks = 0
+        self._to_buffer = getattr(getattr(encoding, "_core_bpe", None), "encode_to_tiktoken_buffer", None)
+
+    def __reduce__(self):  # the core's bound method does not pickle; the Encoding does
+        return TiktokenEngine, (self.encoding, self.reference, self.proof)
+
+    @property
+    def reason(self) -> str:
+        return self.proof.reason
+
+    def encode(self, data: str | bytes) -> list[int]:
+        text = _valid_text(data)
+        if text is None:
+            self.fallbacks += 1
+            return self.reference.encode(data)
+        return self.encoding.encode_ordinary(text)
+
+    def encode_array(self, data: str | bytes) -> array:
+        text = _valid_text(data)
+        if text is None:
+            self.fallbacks += 1
+            return self.reference.encode_array(data)
+        if self._to_buffer is None:
+            return array("I", self.encoding.encode_ordinary(text))
+        ids = array("I")
+        ids.frombytes(memoryview(self._to_buffer(text, self._NONE_ALLOWED)).cast("B"))
+        return ids
+
+
+def _valid_text(data: str | bytes) -> str | None:
+    """``data`` as text tiktoken encodes exactly, or None (the reference's job).
+
+    tiktoken takes only valid text: it would replace a lone surrogate in a str
+    with U+FFFD, and bytes must be decoded first, while the reference keeps
+    both byte for byte.
+    """
+    if isinstance(data, str):
+        try:
+            data.encode("utf-8")  # no lone surrogates
+        except UnicodeEncodeError:
+            return None
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+Engine = PythonEngine | TiktokenEngine
+
+
+def choose(tokenizer: Tokenizer) -> Engine:
+    """The fastest engine proven identical for this tokenizer; runs every proof it needs."""
+    engine, why = _tiktoken(tokenizer, proven=False)
+    if engine is not None:
+        return engine
+    proof = EngineProof(tokenizer.sha256, "python", (("tiktoken", why),))
+    return PythonEngine(tokenizer.pre_tokenizer.split, tokenizer.piece_encoder, proof)
+
+
+def from_proof(tokenizer: Tokenizer, proof: EngineProof) -> Engine:
+    """The engine a proof names, for the tokenizer it was made for, without re-proving it.
+
+    The cheap checks still run (tiktoken is importable, takes the vocabulary and
+    encodes the sample alike); should one fail here, the reference is used.
+
+    Raises:
+      ProofMismatch: the proof is for a tokenizer with another SHA-256.
+    """
+    check(tokenizer, proof)
+    rejected = proof.rejected
+    if proof.engine == "tiktoken":
+        engine, why = _tiktoken(tokenizer, proven=True)
+        if engine is not None:
+            return engine
+        rejected = (*rejected, ("tiktoken", why))
+    reference_proof = EngineProof(proof.tokenizer_sha256, "python", rejected)
+    return PythonEngine(tokenizer.pre_tokenizer.split, tokenizer.piece_encoder, reference_proof)
+
+
+def check(tokenizer: Tokenizer, proof: EngineProof) -> None:
+    """Raises ProofMismatch unless the proof was made for this tokenizer (same SHA-256)."""
+    if not isinstance(proof, EngineProof):
+        raise TypeError(f"expected an EngineProof, got {type(proof).__name__}")
+    if proof.tokenizer_sha256 != tokenizer.sha256:
+        raise ProofMismatch(
+            f"the engine proof is for tokenizer {proof.tokenizer_sha256}, not for this one ({tokenizer.sha256})"
+        )
+    if proof.engine not in ENGINES:
+        raise ProofMismatch(f"the engine proof names {proof.engine!r}, not one of {', '.join(ENGINES)}")
+
+
+def _tiktoken(tokenizer: Tokenizer, proven: bool) -> tuple[TiktokenEngine | None, str]:
+    """(tiktoken's engine for this tokenizer, "") if it qualifies, else (None, why not).
+
+    ``proven``: the O(vocabulary) ``_rank_mismatch`` already passed for a
+    tokenizer with this SHA-256 (in a job's driver); skip it.
+    """
+    if tokenizer.pattern not in TIKTOKEN_PATTERNS:
+        return None, "custom pre-tokenizer pattern: tiktoken's regex engine may split it differently"
+    try:
+        encoding = tokenizer.to_tiktoken(special_tokens=tokenizer.special_tokens or {_UNUSED_SPECIAL: tokenizer.vocab_size})
+    except ImportError:
+        return None, "tiktoken cannot be imported"
+    except Exception as e:  # any failure to build it just means the next engine down
+        return None, f"tiktoken rejected the vocabulary: {e}"
+    mismatch = None if proven else _rank_mismatch(tokenizer)
+    if mismatch:
+        return None, mismatch
+    reference = PythonEngine(tokenizer.pre_tokenizer.split, tokenizer.piece_encoder)
+    engine = TiktokenEngine(encoding, reference, EngineProof(tokenizer.sha256, "tiktoken"))
+    ours = reference.encode(VERIFICATION_SAMPLE)
+    theirs = engine.encode_array(VERIFICATION_SAMPLE).tolist()
+    if ours != theirs:
+        first = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
+        return None, f"tiktoken differs from the reference on the verification sample at token {first}"
+    return engine, ""
+
+
+# Text that exercises every branch of the preset patterns and the places where
+# regex engines disagree most often: Unicode whitespace and categories, digits of
+# other scripts, contractions in both cases, CR/LF runs, trailing spaces.
+VERIFICATION_SAMPLE = "".join(
+    [
+        "Hello, world! It's 2024; we'll see—they're OK'd. I'M HERE'S 'LL 'VE 'RE 'D 'T.\n",
+        "  leading and   multiple   spaces \t\ttabs\r\n\r\nCRLF\n\n\n  \n trailing   ",
+        "numbers 1 12 123 1234 12345 3.14159 1,000,000 ١٢٣٤٥ １２３４ ⅫⅣ ²³ ½\n",
+        "Ünïcödé façade naïve coöperate Straße ΑΒΓ αβγ Кириллица עברית العربية हिन्दी ไทย\n",
+        "漢字かなカナ한국어 中文没有空格的句子很长很长 😀👍🏽👨‍👩‍👧 e\u0301 a\u0308 \u200d\u200b\ufeff\n",
+        "".join(chr(c) for c in range(0x00, 0x80)),
+        "\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a",
+        "\u2028\u2029\u202f\u205f\u3000 x\x1c\x1d\x1e\x1fy \u00ad\u034f\u180e\n",
+        "def f(x):\n    return {'a': [1, 2]}  # comment\n\tif x <= 0: pass\n",
+        "<|endoftext|> <s></s> [CLS] @@ ## $$ %% ^^ && ** (( )) __ ++ == ~~ `` || \\\\ // ?? !! ...\n",
+    ]
+)
+
+
+def _rank_mismatch(tokenizer: Tokenizer) -> str | None:
+    """Why tiktoken could encode some text differently from our encoder, or None.
+
+    Both encoders return a piece that is a whole token as that token. Otherwise
+    tiktoken repeatedly merges the adjacent pair whose *concatenated bytes* have
+    the lowest rank (our ID), while ours replays the merge *pairs* in learned
+    order. They can differ only where two adjacent tokens (a, b) spell a token T
+    whose own merge is some other pair (a "foreign" pair): tiktoken joins them,
+    ours never does.
+
+    Checks, with t(x) = the merge step that creates token x (-1 for bytes):
+
+    1. Token bytes are unique, and every token's bytes, replayed as one piece,
+       give that token (both encoders return whole-token pieces directly).
+    2. For every foreign pair (a, b) spelling token T,
+       a and b can never be adjacent in our encoder. Suppose they were, split at
+       byte k. Then the token ending at k-1 has always been an element of a's
+       right spine (a, right(a), right(right(a)), ...) and the token starting at
+       k one of b's left spine. Spine elements x and y are side by side during
+       the steps after both exist and before their parents: if merge (x, y)
+       is step r within that window, step r would have joined them across k,
+       and tokens are never split again, so the adjacency is impossible. (When
+       y's parent is made at step r itself, that is the same merge (c, c) on a
+       run c c c; merging left to right, x takes y first.) A foreign pair with no
+       such refuting (x, y) is a possible difference, and disqualifies tiktoken.
+    """
+    merges = tokenizer.merges
+    token_bytes = vocabulary_bytes(merges)
+    rank: dict[bytes, int] = {}
+    for token_id, data in enumerate(token_bytes):
+        if data in rank:
+            return f"tokens {rank[data]} and {token_id} have the same bytes"
+        rank[data] = token_id
+    replay = tokenizer.piece_encoder.encode_bytes  # uncached: the merges replayed as such
+    for token_id in range(256, len(token_bytes)):
+        if replay(token_bytes[token_id]) != [token_id]:
+            return f"token {token_id}'s own bytes do not encode to it by replaying the merges"
+    merge_step = {pair: step for step, pair in enumerate(merges)}
+
+    def created(token_id: int) -> float:
+        return token_id - 256 if token_id >= 256 else -1
+
+    def spine(token_id: int, side: int) -> list[int]:
+        chain = [token_id]
+        while token_id >= 256:
+            token_id = merges[token_id - 256][side]
+            chain.append(token_id)
+        return chain
+
+    def refuted(a: int, b: int) -> bool:
+        lefts, rights = spine(a, 1), spine(b, 0)
+        for j, x in enumerate(lefts):
+            x_until = created(lefts[j - 1]) if j else float("inf")
+            for i, y in enumerate(rights):
+                step = merge_step.get((x, y))
+                if step is None:
+                    continue
+                y_until = created(rights[i - 1]) if i else float("inf")
+                if max(created(x), created(y)) < step < x_until and step <= y_until:
+                    return True
+        return False
+
+    for token_id in range(256, len(token_bytes)):
+        data = token_bytes[token_id]
+        own = merges[token_id - 256]
+        for k in range(1, len(data)):
+            left = rank.get(data[:k])
+            if left is None:
+                continue
+            right = rank.get(data[k:])
+            if right is not None and (left, right) != own and not refuted(left, right):
+                return (
+                    f"tiktoken could build token {token_id} from ({left}, {right}), "
+                    f"which is not its merge {own}"
+                )
+    return None
