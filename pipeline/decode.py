@@ -29,7 +29,6 @@ from bpe.tokenizer import Tokenizer, TokenizerFileError
 from pipeline import outputs
 from pipeline.errors import UserError
 from transforms.decode import decode_tokens
-from transforms.encode import read_tokenizer
 from transforms.read import match_inputs
 from transforms.shards import shard_eos_id, shard_schema_problem, shard_tokenizer_sha256
 
@@ -69,9 +68,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
 
 
 def _load_tokenizer(path: str) -> Tokenizer:
-    """The one place this command calls ``transforms.encode``: loading the tokenizer."""
+    """The tokenizer, or one line saying why it cannot be loaded."""
     try:
-        return read_tokenizer(path)
+        return Tokenizer.load(path)
     except TokenizerFileError as e:
         raise UserError(str(e)) from None
 

@@ -33,7 +33,7 @@ from pipeline import outputs
 from pipeline.errors import UserError
 from pipeline.runners import describe_runner, new_pipeline, pipeline_options
 from transforms.dead_letters import WriteDeadLetters
-from transforms.encode import EncodeDocuments, eos_token_id, read_tokenizer
+from transforms.encode import EncodeDocuments, eos_token_id
 from transforms.read import FORMATS, ReadDocuments, match_inputs
 from transforms.shards import INPUT_BYTES_KEY, SHARD_GLOB, WriteTokenShards, shard_tokenizer_sha256
 
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
 
 def _load_tokenizer(path: str) -> Tokenizer:
     try:
-        return read_tokenizer(path)
+        return Tokenizer.load(path)
     except TokenizerFileError as e:
         raise UserError(str(e)) from None
 
@@ -121,18 +121,11 @@ def _eos_id(tokenizer: Tokenizer, eos_token: str | None) -> int:
 
 
 def _encode_documents(args: argparse.Namespace, tokenizer: Tokenizer) -> beam.PTransform:
-    """EncodeDocuments for the run; the proof that tiktoken gives our IDs is
-    O(vocabulary), so it runs once, here."""
-    fast, reason = tokenizer.fast_encoder()
-    print(f"beam-bpe encode: {reason}", file=sys.stderr)
-    return EncodeDocuments(
-        args.tokenizer,
-        append_eos=args.append_eos,
-        eos_token=args.eos_token,
-        tokenizer_sha256=tokenizer.sha256,
-        use_tiktoken=fast is not None,
-        tiktoken_proven=True,
-    )
+    """EncodeDocuments for the run. Which engine gives this tokenizer's IDs is proven
+    once, here (the proof is O(vocabulary)); workers check the proof's SHA-256."""
+    proof = tokenizer.prove()
+    print(f"beam-bpe encode: engine {proof.reason}", file=sys.stderr)
+    return EncodeDocuments(args.tokenizer, proof, append_eos=args.append_eos, eos_token=args.eos_token)
 
 
 # --- Checks before any work, and the stats of the result --------------------------

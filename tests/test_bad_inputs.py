@@ -23,7 +23,7 @@ truncated .gz, corrupt .zst: dead letter naming the file   test_read.py::test_tr
 glob matching nothing                                      test_train_cli.py::test_user_errors_exit_2_with_one_line,
                                                            test_encode_cli.py::test_user_mistakes_fail_before_the_job,
                                                            test_user_errors_give_one_line["decode: glob matches nothing"]
-unreadable file (a directory named like a file)            test_read.py::test_unreadable_files_are_dead_letters,
+unreadable file (broken symlink, FIFO, socket, no access)  test_read_inputs.py::test_unreadable_matches_are_dead_letters,
                                                            test_bad_records_are_dead_letters_and_totals_add_up,
                                                            test_user_errors_give_one_line["decode: shard is a directory"]
 Parquet file without the text column                       test_read.py::test_parquet_row_groups_nulls_ids_and_binary,
@@ -175,12 +175,12 @@ def bad_corpus(corpus):
     corpus.write_raw("cut.txt.gz", gzip.compress(b"kept\n" + os.urandom(4000).hex().encode() + b"\n")[:60])
     corpus.write_raw("corrupt.txt.zst", b"this is not zstd\n" * 4)
     corpus.parquet("no_text.parquet", {"body": ["x", "y"]})
-    # Unreadable as a file, even for root. Named explicitly: globs match files only.
-    os.makedirs(corpus.path("dir/directory.txt"))
+    # Unreadable, even for root: a broken symbolic link the glob matches.
+    os.symlink(corpus.path("gone.txt"), corpus.path("dangling.txt"))
     expected_dead = [
         ("corrupt.txt.zst", -1, "ZstdError"),
         ("cut.txt.gz", -1, "EOFError"),
-        ("directory.txt", -1, "IsADirectoryError"),
+        ("dangling.txt", -1, "cannot stat file (a symbolic link to"),
         ("no_text.parquet", -1, "no column 'text'"),
         ("records.jsonl", 2, "malformed JSON"),
         ("records.jsonl", 3, "missing field 'text'"),
@@ -194,7 +194,7 @@ def test_bad_records_are_dead_letters_and_totals_add_up(tokenizer, bad_corpus, t
     tok, tok_path = tokenizer
     corpus, expected_dead = bad_corpus
     out = tmp_path / "out"
-    inputs = ["--input", corpus.path("*.*"), "--input", corpus.path("dir/directory.txt")]
+    inputs = ["--input", corpus.path("*.*")]
     assert cli.main(["encode", "--tokenizer", tok_path, *inputs, "--output", str(out), *IN_MEMORY]) == 0
     letters = dead_letters(out)
     assert [letter[:2] for letter in letters] == [want[:2] for want in expected_dead]
@@ -244,7 +244,7 @@ def _shard(path: pathlib.Path, tok, tokens_type, rows) -> str:
 USER_ERRORS = [
     "train: empty special token", "encode: truncated tokenizer", "encode: tampered tokenizer",
     "decode: truncated tokenizer", "decode: tampered tokenizer (stream)", "decode: glob matches nothing",
-    "decode: shard is a directory", "decode: shard is not parquet", "decode: shard ID out of range",
+    "decode: shard is a directory", "decode: shard is a broken symlink", "decode: shard is not parquet", "decode: shard ID out of range",
     "decode: shard IDs not integers", "decode: shard IDs signed", "encode: output is a file",
 ]
 
@@ -260,6 +260,7 @@ def _user_errors(tmp_path: pathlib.Path, tok, tok_path: str) -> dict:
     spec["model"]["merges"][5] = [spec["model"]["merges"][5][0], "no such token"]
     tampered.write_text(json.dumps(spec), encoding="utf-8")
     (tmp_path / "dir.parquet").mkdir()
+    os.symlink(tmp_path / "gone.parquet", tmp_path / "dangling.parquet")
     encode = ["encode", "--input", str(text), "--output", str(tmp_path / "out")]
     shards = tmp_path / "shards"
     shards.mkdir()
@@ -276,7 +277,11 @@ def _user_errors(tmp_path: pathlib.Path, tok, tok_path: str) -> dict:
         "decode: glob matches nothing": (
             ["decode", "--tokenizer", tok_path, "--input", str(tmp_path / "none-*.parquet")], "no file matches"),
         "decode: shard is a directory": (
-            ["decode", "--tokenizer", tok_path, "--input", str(tmp_path / "dir.parquet")], "IsADirectoryError"),
+            ["decode", "--tokenizer", tok_path, "--input", str(tmp_path / "dir.parquet")],
+            f"no file matches {tmp_path / 'dir.parquet'}"),
+        "decode: shard is a broken symlink": (
+            ["decode", "--tokenizer", tok_path, "--input", str(tmp_path / "dangling.parquet")],
+            "cannot read"),
         "decode: shard is not parquet": (
             ["decode", "--tokenizer", tok_path, "--input", str(text)], "is not a Parquet file"),
         "decode: shard ID out of range": (

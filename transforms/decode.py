@@ -18,7 +18,6 @@ import apache_beam as beam
 
 from bpe.tokenizer import Tokenizer
 from transforms import metrics
-from transforms.encode import read_tokenizer
 
 
 def strip_eos(tokens: Sequence[int], eos_id: int | None) -> Sequence[int]:
@@ -45,7 +44,7 @@ class _DecodeFn(beam.DoFn):
         self._bytes = metrics.counter("decode", "bytes")
 
     def setup(self):
-        self._tokenizer = read_tokenizer(self._tokenizer_path)
+        self._tokenizer = Tokenizer.load(self._tokenizer_path)
         self._eos_id = None
         if self._strip_eos_token is not None:
             self._eos_id = self._tokenizer.special_tokens[self._strip_eos_token]

@@ -14,7 +14,6 @@ import logging
 from typing import NamedTuple, Sequence
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 
 from bpe.engines import EngineProof, ProofMismatch
 from bpe.tokenizer import Tokenizer
@@ -64,16 +63,6 @@ def eos_token_id(tokenizer: Tokenizer, eos_token: str | None) -> int:
             f"(it has {sorted(tokenizer.special_tokens) or 'none'})"
         )
     return tokenizer.special_tokens[eos_token]
-
-
-read_tokenizer = Tokenizer.load  # shim: removed at merge (transforms/decode.py, pipeline/ still call it)
-
-
-def exists(path: str) -> bool:  # shim: removed at merge (pipeline/encode.py still imports it)
-    try:
-        return FileSystems.exists(path)
-    except Exception:
-        return False
 
 
 class _EncodeBatchFn(beam.DoFn):
