@@ -321,7 +321,7 @@ def test_rows_to_table_equals_arrow_from_lists(vocab_size):
     rows = [(f"f:{i}", [rng.randrange(vocab_size) for _ in range(rng.randrange(0, 50))]) for i in range(200)]
     rows.append(("last", [vocab_size - 1, 0]))
     # Token lists come from our encoder, array("I") from tiktoken's: mixed in one table.
-    mixed = [(row_id, array("I", tokens) if i % 2 else tokens) for i, (row_id, tokens) in enumerate(rows)]
+    mixed = [TokenRow(row_id, array("I", tokens) if i % 2 else tokens) for i, (row_id, tokens) in enumerate(rows)]
     table = rows_to_table(mixed, schema)
     assert table.schema == schema
     assert table.column("id").to_pylist() == [r[0] for r in rows]
@@ -332,4 +332,4 @@ def test_rows_to_table_equals_arrow_from_lists(vocab_size):
 @pytest.mark.parametrize("bad", [[1, -1], [1, 1 << 16], array("I", [1, 1 << 16]), [1, 1 << 32]])
 def test_rows_to_table_rejects_ids_outside_the_column_type(bad):
     with pytest.raises(ValueError, match="do not fit uint16"):
-        rows_to_table([("a", [2]), ("b", bad)], shard_schema("ab" * 32, 1000))
+        rows_to_table([TokenRow("a", [2]), TokenRow("b", bad)], shard_schema("ab" * 32, 1000))

@@ -8,7 +8,7 @@ names, so a name is spelt once:
     totals = committed_counters(result)                # in a driver
     totals.get(metrics.key("read", "documents"))
 
-Steps: ``read`` (ReadDocuments), ``count`` (CountPreTokens), ``encode``
+Steps: ``read`` (ReadDocuments), ``count`` (CountPreTokenTables), ``encode``
 (EncodeDocuments), ``shards`` (WriteTokenShards), ``dead_letters``
 (WriteDeadLetters), ``decode`` (DecodeShards).
 """
