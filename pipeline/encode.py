@@ -31,7 +31,7 @@ from apache_beam.io.filesystems import FileSystems
 from bpe.tokenizer import Tokenizer, TokenizerFileError
 from pipeline import outputs
 from pipeline.errors import UserError
-from pipeline.runners import describe_runner, new_pipeline, pipeline_options
+from pipeline.runners import describe_runner, new_pipeline, pipeline_options, tokenizer_transport
 from transforms.dead_letters import WriteDeadLetters
 from transforms.encode import EncodeDocuments, eos_token_id
 from transforms.read import FORMATS, ReadDocuments, match_inputs
@@ -74,6 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     options = pipeline_options(beam_args)
+    args.transport = tokenizer_transport(options)
     args.tokenizer, args.output = outputs.absolute(args.tokenizer), outputs.absolute(args.output)
     args.input = [outputs.absolute(pattern) for pattern in args.input]
     output = outputs.StagedOutput(args.output, RESULTS, marker=STATS_FILE, command="encode")
@@ -106,9 +107,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
 # --- The calls into bpe and transforms.encode: loading, proving, encoding ----------
 
 
-def _load_tokenizer(path: str) -> Tokenizer:
+def _load_tokenizer(path: str, transport: dict | None) -> Tokenizer:
     try:
-        return Tokenizer.load(path)
+        return Tokenizer.load(path, transport)
     except TokenizerFileError as e:
         raise UserError(str(e)) from None
 
@@ -125,7 +126,9 @@ def _encode_documents(args: argparse.Namespace, tokenizer: Tokenizer) -> beam.PT
     once, here (the proof is O(vocabulary)); workers check the proof's SHA-256."""
     proof = tokenizer.prove()
     print(f"beam-bpe encode: engine {proof.reason}", file=sys.stderr)
-    return EncodeDocuments(args.tokenizer, proof, append_eos=args.append_eos, eos_token=args.eos_token)
+    return EncodeDocuments(
+        args.tokenizer, proof, append_eos=args.append_eos, eos_token=args.eos_token, transport_params=args.transport
+    )
 
 
 # --- Checks before any work, and the stats of the result --------------------------
@@ -139,7 +142,7 @@ def _check_arguments(args: argparse.Namespace, output: outputs.StagedOutput) -> 
         raise UserError(f"--num-shards must be 0 (automatic) or more, not {args.num_shards}")
     if args.eos_token is not None and not args.append_eos:
         raise UserError("--eos-token needs --append-eos")
-    tokenizer = _load_tokenizer(args.tokenizer)
+    tokenizer = _load_tokenizer(args.tokenizer, args.transport)
     eos_id = _eos_id(tokenizer, args.eos_token) if args.append_eos else None
     try:
         match_inputs(args.input)

@@ -173,3 +173,27 @@ def committed_counters(result) -> dict[tuple[str, str], int]:
         # The same counter appears once per step that updates it: add them up.
         totals[key] = totals.get(key, 0) + value
     return totals
+
+
+# Beam's S3 flags and the boto3 client arguments they stand for.
+_S3_CLIENT_ARGUMENTS = {
+    "s3_endpoint_url": "endpoint_url",
+    "s3_region_name": "region_name",
+    "s3_access_key_id": "aws_access_key_id",
+    "s3_secret_access_key": "aws_secret_access_key",
+    "s3_session_token": "aws_session_token",
+    "s3_verify": "verify",
+}
+
+
+def tokenizer_transport(options: PipelineOptions) -> dict | None:
+    """smart_open's transport parameters for tokenizer paths, from Beam's own S3 flags.
+
+    Tokenizer files are read by the library layer (``bpe.Tokenizer.load``, through
+    smart_open), the corpus by Beam's FileSystems: the S3 endpoint and
+    credentials given as Beam flags must reach both. None when no S3 flag is
+    set (boto3 then finds its configuration as usual).
+    """
+    given = options.get_all_options()
+    client = {argument: given[flag] for flag, argument in _S3_CLIENT_ARGUMENTS.items() if given.get(flag) is not None}
+    return {"client_kwargs": {"S3.Client": client}} if client else None

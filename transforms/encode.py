@@ -68,8 +68,12 @@ def eos_token_id(tokenizer: Tokenizer, eos_token: str | None) -> int:
 class _EncodeBatchFn(beam.DoFn):
     """Encodes a batch of Documents into TokenRows with the engine the proof names."""
 
-    def __init__(self, tokenizer_path: str, proof: EngineProof, eos_token: str | None, append_eos: bool):
+    def __init__(
+        self, tokenizer_path: str, proof: EngineProof, eos_token: str | None, append_eos: bool,
+        transport_params: dict | None,
+    ):
         self._tokenizer_path = tokenizer_path
+        self._transport_params = transport_params
         self._proof = proof
         self._eos_token = eos_token
         self._append_eos = append_eos
@@ -79,7 +83,7 @@ class _EncodeBatchFn(beam.DoFn):
         self._fallbacks = metrics.counter("encode", "reference_fallbacks")
 
     def setup(self):
-        tokenizer = Tokenizer.load(self._tokenizer_path)
+        tokenizer = Tokenizer.load(self._tokenizer_path, self._transport_params)
         try:
             self._engine = tokenizer.use_proof(self._proof)
         except ProofMismatch:
@@ -123,6 +127,8 @@ class EncodeDocuments(beam.PTransform):
       append_eos: append the EOS token to every document.
       eos_token: the EOS special token; default the tokenizer's first special token.
       batch_size: documents encoded per DoFn call.
+      transport_params: smart_open's parameters for a remote tokenizer path
+        (e.g. an S3 endpoint and credentials); None: the client's own configuration.
     """
 
     tokenizer_path: str
@@ -130,6 +136,7 @@ class EncodeDocuments(beam.PTransform):
     append_eos: bool = False
     eos_token: str | None = None
     batch_size: int = 64
+    transport_params: dict | None = None
 
     def __post_init__(self):
         super().__init__()
@@ -141,6 +148,6 @@ class EncodeDocuments(beam.PTransform):
                 min_batch_size=self.batch_size, max_batch_size=self.batch_size, record_metrics=False
             )
             | "Encode" >> beam.ParDo(
-                _EncodeBatchFn(self.tokenizer_path, self.proof, self.eos_token, self.append_eos)
+                _EncodeBatchFn(self.tokenizer_path, self.proof, self.eos_token, self.append_eos, self.transport_params)
             ).with_output_types(TokenRow)
         )
