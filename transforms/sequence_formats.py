@@ -202,6 +202,24 @@ class _WriteFilesFn(beam.DoFn):
 
 
 @dataclasses.dataclass
+class WriteFiles(beam.PTransform):
+    """Writes (name, bytes) elements as files under output_dir, each whole
+    (see the module docstring); returns the PCollection of the names.
+
+    Args:
+      output_dir: the directory (any Beam filesystem); names may hold ``/``.
+    """
+
+    output_dir: str
+
+    def __post_init__(self):
+        super().__init__()
+
+    def expand(self, named):
+        return named | "WriteFiles" >> beam.ParDo(_WriteFilesFn(self.output_dir))
+
+
+@dataclasses.dataclass
 class WriteSequences(beam.PTransform):
     """Writes SequenceBlocks as files of one format under output_dir.
 
@@ -230,5 +248,5 @@ class WriteSequences(beam.PTransform):
         return (
             blocks
             | "Encode" >> beam.FlatMap(lambda block: encode_block(block, format, vocab_size, metadata, mask))
-            | "Write" >> beam.ParDo(_WriteFilesFn(self.output_dir))
+            | "Write" >> WriteFiles(self.output_dir)
         )
