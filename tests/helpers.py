@@ -178,7 +178,7 @@ def reference_pack(docs, length, split_documents=True, drop_remainder=False, pad
     """
     import numpy as np
 
-    from transforms.packing import Permutation
+    from transforms.sequence_order import Permutation
 
     result = {}
     for split in ("train", "validation"):
@@ -246,22 +246,10 @@ def read_packed_parquet(directory, split):
             zip(ids, masks, table.column("doc_starts").to_pylist(), table.column("doc_ids").to_pylist())]
 
 
+PACK_COMMAND = ("pipeline.pack", "pack token shards into shuffled fixed-length sequences")
+
+
 def pack(*argv: str) -> int:
-    """``beam-bpe pack ARGV`` (through the CLI once it registers the command)."""
-    import argparse
-    import sys
-
-    from pipeline.errors import UserError
-
-    if "pack" in cli.COMMANDS:
-        return cli.main(["pack", *argv])
-    from pipeline import pack as pack_command
-
-    parser = argparse.ArgumentParser(prog="beam-bpe pack", allow_abbrev=False)
-    pack_command.add_arguments(parser)
-    args, beam_args = parser.parse_known_args(list(argv))
-    try:
-        return pack_command.run(args, beam_args)
-    except UserError as e:
-        print(f"beam-bpe pack: error: {e}", file=sys.stderr)
-        return 2
+    """``beam-bpe pack ARGV`` through the CLI (registering the command until pipeline/cli.py does)."""
+    cli.COMMANDS.setdefault("pack", PACK_COMMAND)
+    return cli.main(["pack", *argv])

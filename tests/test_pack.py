@@ -153,7 +153,7 @@ def test_encode_then_pack_gives_back_the_text(tmp_path):
     eos = tok.special_tokens["<|endoftext|>"]
     assert packed["pad_id"] == packed["eos_token_id"] == eos
     # Undo the shuffle: sequence k of the stream is at position Permutation(k).
-    from transforms.packing import Permutation
+    from transforms.sequence_order import Permutation
 
     rows = read_packed_parquet(out, "train")
     positions = Permutation(len(rows), 0, "train")(np.arange(len(rows)))

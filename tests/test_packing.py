@@ -1,4 +1,4 @@
-"""The packing algorithm (transforms/packing.py) against a plain single-process packer.
+"""The packing algorithm (transforms/packing.py, transforms/sequence_order.py) against a plain single-process packer.
 
 The distributed flow is replayed in-process: documents cut into arbitrary units,
 each unit counted, cut or windowed on its own with only the offsets the first
@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 from tests.helpers import reference_pack, reference_validation
 from transforms import packing
 from transforms.packing import (
-    Layout, Offsets, Permutation, Pieces, ValidationRule, assemble, best_fit, count_unit, cut_stream, id_hashes,
-    pack_window, plan_splits, smallest_keys, split_by_file, split_masks, window_of,
+    Layout, Offsets, Pieces, assemble, best_fit, count_unit, cut_stream, pack_window, plan_splits, split_by_file,
+    window_of,
 )
+from transforms.sequence_order import Permutation, ValidationRule, id_hashes, smallest_keys, split_masks
 
 
 def distributed_pack(docs, units, layout, rule, pad_id=0):

@@ -33,9 +33,10 @@ from apache_beam.io.filesystems import FileSystems
 from transforms import metrics
 from transforms.coders import SizedPickleCoder
 from transforms.packing import (
-    SPLITS, Layout, Offsets, Pieces, SequenceBlock, ValidationRule, assemble, count_unit, cut_stream,
-    id_hashes, pack_window, plan_splits, smallest_keys, split_by_file, split_masks, window_of,
+    Layout, Offsets, Pieces, SequenceBlock, assemble, count_unit, cut_stream, pack_window, plan_splits,
+    split_by_file, window_of,
 )
+from transforms.sequence_order import SPLITS, ValidationRule, id_hashes, smallest_keys, split_masks
 from transforms.shards import EOS_KEY, SHA256_KEY, VOCAB_SIZE_KEY
 
 

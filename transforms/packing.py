@@ -32,68 +32,12 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import hashlib
 from typing import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-SPLITS = ("train", "validation")
-_U64 = np.uint64
-
-
-# ---------------------------------------------------------------- the validation split
-
-
-def id_hashes(ids: Iterable[str]) -> np.ndarray:
-    """A stable 64-bit hash of every document id (BLAKE2b of its UTF-8 bytes)."""
-    return np.array(
-        [int.from_bytes(hashlib.blake2b(i.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
-         for i in ids],
-        dtype=_U64,
-    )
-
-
-@dataclasses.dataclass(frozen=True)
-class ValidationRule:
-    """Which documents form the validation split: those whose (hash, id) is below
-    ``hash_below`` (a fraction of the hash space), or at most ``last`` (the key of
-    the N-th smallest, for a number of documents). Documents with the same id
-    always land in the same split."""
-
-    hash_below: int = 0
-    last: tuple[int, str] | None = None
-
-    @classmethod
-    def fraction(cls, fraction: float) -> "ValidationRule":
-        return cls(hash_below=min(int(fraction * 2**64), 2**64 - 1) if fraction > 0 else 0)
-
-    def is_validation(self, ids: Sequence[str], hashes: np.ndarray) -> np.ndarray:
-        chosen = hashes < _U64(self.hash_below) if self.hash_below else np.zeros(len(hashes), bool)
-        if self.last is not None:
-            last_hash, last_id = self.last
-            chosen |= hashes < _U64(last_hash)
-            for i in np.flatnonzero(hashes == _U64(last_hash)):
-                chosen[i] |= ids[i] <= last_id
-        return chosen
-
-
-def smallest_keys(ids: Sequence[str], hashes: np.ndarray, n: int) -> list[tuple[int, str]]:
-    """The n smallest (hash, id) keys among these documents (a repeated id counts each time)."""
-    if n <= 0 or not len(hashes):
-        return []
-    candidates = np.argsort(hashes, kind="stable")[:n]
-    # Documents whose hash equals the n-th smallest may still win on their id.
-    candidates = np.union1d(candidates, np.flatnonzero(hashes == hashes[candidates[-1]]))
-    return sorted((int(hashes[i]), ids[i]) for i in candidates)[:n]
-
-
-def split_masks(ids: Sequence[str], rule: ValidationRule | None) -> dict[str, np.ndarray]:
-    """For each split, which of these documents belong to it."""
-    if rule is None:
-        return {"train": np.ones(len(ids), bool), "validation": np.zeros(len(ids), bool)}
-    validation = rule.is_validation(ids, id_hashes(ids))
-    return {"train": ~validation, "validation": validation}
+from transforms.sequence_order import SPLITS, Permutation, ValidationRule, split_masks
 
 
 # ---------------------------------------------------------------- global positions
@@ -217,54 +161,6 @@ def plan_splits(offsets: Offsets, layout: Layout, bins: dict[str, int] | None = 
     return plans
 
 
-# ---------------------------------------------------------------- the seeded shuffle
-
-
-class Permutation:
-    """A seeded bijection of [0, size), computed per index without a table.
-
-    A balanced Feistel network on the smallest even number of bits that covers
-    ``size``, with cycle walking (an index that maps outside [0, size) is mapped
-    again until it lands inside), so any set of indices can be placed on any
-    worker and the positions still form a permutation.
-    """
-
-    ROUNDS = 6
-
-    def __init__(self, size: int, seed: int, name: str = ""):
-        self.size = size
-        bits = max(2, (max(size, 1) - 1).bit_length())
-        self._half = _U64((bits + 1) // 2)
-        self._mask = _U64((1 << int(self._half)) - 1)
-        digest = hashlib.blake2b(f"{seed}:{name}".encode(), digest_size=8 * self.ROUNDS).digest()
-        self._keys = [_U64(int.from_bytes(digest[8 * r: 8 * r + 8], "little")) for r in range(self.ROUNDS)]
-
-    def _round(self, x: np.ndarray, key) -> np.ndarray:
-        # SplitMix64's finaliser of (x + key): a good 64-bit mixer, wrapping arithmetic.
-        z = x + key
-        z = (z ^ (z >> _U64(30))) * _U64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> _U64(27))) * _U64(0x94D049BB133111EB)
-        return (z ^ (z >> _U64(31))) & self._mask
-
-    def _encrypt(self, x: np.ndarray) -> np.ndarray:
-        left, right = x >> self._half, x & self._mask
-        for key in self._keys:
-            left, right = right, left ^ self._round(right, key)
-        return (left << self._half) | right
-
-    def __call__(self, indices: np.ndarray) -> np.ndarray:
-        x = np.asarray(indices, dtype=_U64)
-        if len(x) and int(x.max()) >= self.size:
-            raise ValueError(f"index out of range [0, {self.size})")
-        with np.errstate(over="ignore"):
-            y = self._encrypt(x)
-            outside = np.flatnonzero(y >= _U64(self.size))
-            while len(outside):
-                y[outside] = self._encrypt(y[outside])
-                outside = outside[y[outside] >= _U64(self.size)]
-        return y.astype(np.int64)
-
-
 # ---------------------------------------------------------------- pieces
 
 
@@ -313,10 +209,11 @@ class Pieces:
 
 def gather(tokens: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The slices tokens[starts[i]:ends[i]] back to back, and their bounds."""
-    lengths = (ends - starts).astype(np.int64)
-    bounds = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    index = np.repeat(starts.astype(np.int64) - bounds[:-1], lengths) + np.arange(bounds[-1], dtype=np.int64)
-    return tokens[index], bounds
+    bounds = np.concatenate([[0], np.cumsum(ends - starts)]).astype(np.int64)
+    # Slices copied one by one: pieces are long runs, and an index array of
+    # every token would cost eight bytes a token.
+    parts = [tokens[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
+    return (np.concatenate(parts) if parts else tokens[:0]), bounds
 
 
 def split_by_file(pieces: Pieces, plan: SplitPlan) -> dict[int, Pieces]:
@@ -448,18 +345,20 @@ def assemble(pieces: Pieces, plan: SplitPlan, file: int, pad_id: int, dtype) -> 
     """
     rows, length = plan.file_rows(file), plan.layout.length
     order = np.lexsort((pieces.position, pieces.sequence))
-    pieces = pieces.take(order)
-    sizes = np.diff(pieces.bounds)
-    real = np.bincount(pieces.sequence, weights=sizes, minlength=rows).astype(np.int64)
-    per_row = np.bincount(pieces.sequence, minlength=rows)
+    row, position = pieces.sequence[order], pieces.position[order]
+    sizes = np.diff(pieces.bounds)[order]
+    real = np.bincount(row, weights=sizes, minlength=rows).astype(np.int64)
+    per_row = np.bincount(row, minlength=rows)
     expected = np.cumsum(sizes) - sizes - np.repeat(np.cumsum(real) - real, per_row)
-    if len(real) != rows or (real == 0).any() or (real > length).any() or (pieces.position != expected).any():
+    if len(real) != rows or (real == 0).any() or (real > length).any() or (position != expected).any():
         raise RuntimeError(f"{plan.split} file {file}: the pieces do not tile {rows} sequences of {length} tokens")
     input_ids = np.full((rows, length), pad_id, dtype=dtype)
-    dest = np.repeat(pieces.sequence * length + pieces.position - pieces.bounds[:-1], sizes)
-    input_ids.reshape(-1)[dest + np.arange(len(pieces.tokens))] = pieces.tokens
+    flat = input_ids.reshape(-1)
+    starts = (pieces.sequence * length + pieces.position).tolist()
+    for start, a, b in zip(starts, pieces.bounds[:-1].tolist(), pieces.bounds[1:].tolist()):
+        flat[start: start + b - a] = pieces.tokens[a:b]
     return SequenceBlock(
         plan.split, file, plan.files, input_ids, real,
         np.concatenate([[0], np.cumsum(per_row)]).astype(np.int64),
-        pieces.position.astype(np.int32), pieces.doc_ids,
+        position.astype(np.int32), pieces.doc_ids.take(pa.array(order, pa.int64())),
     )
