@@ -9,7 +9,8 @@
 3. ``beam-bpe pack`` (DirectRunner, multi_processing, N workers, a validation
    split), wall clock including job start-up, on half of the shards and on all of
    them: tokens per second, the ratio to the floor, and the peak RSS of every
-   process of the job (driver and workers).
+   process of the job (driver and workers); beside it, the time of an empty
+   Beam job on the same runner (its start-up).
 """
 
 from __future__ import annotations
@@ -84,6 +85,16 @@ def run_pack(paths: list[str], out: str, args) -> tuple[float, dict, dict]:
         return seconds, json.load(f), {pid: (cmd, peak, pid == proc.pid) for pid, (cmd, peak) in peaks.items()}
 
 
+def empty_job_seconds(workers: int) -> float:
+    """Wall clock of a Beam job that does nothing, on the same runner: the start-up floor."""
+    code = ("import apache_beam as beam; from pipeline.runners import new_pipeline, pipeline_options\n"
+            "with new_pipeline(pipeline_options(['--direct_num_workers=%d'])) as p:\n"
+            "    p | beam.Create([1, 2]) | beam.Map(lambda x: x)" % workers)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=50)
@@ -95,6 +106,7 @@ def main(argv=None) -> None:
     shards = sorted(glob.glob(os.path.join(token_shards(args.mb, args.vocab, args.workers), "part-*.parquet")))
     work = tempfile.mkdtemp(prefix="bench-pack-")
     print(f"load: {os.getloadavg()[0]:.2f} (1 min average) on {os.cpu_count()} cores")
+    print(f"an empty Beam job, {args.workers} workers: {empty_job_seconds(args.workers):.2f} s")
     for label, paths in (("half", shards[: len(shards) // 2]), ("all", shards)):
         floor_s, tokens = flatten_floor(paths, os.path.join(work, "flat.bin"))
         pack_s, stats, peaks = run_pack(paths, os.path.join(work, f"packed-{label}"), args)

@@ -20,7 +20,7 @@ hash of the N-th smallest.
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable, NamedTuple, Sequence
+from typing import Iterable, NamedTuple, Sequence, Tuple
 
 import apache_beam as beam
 import numpy as np
@@ -33,7 +33,7 @@ from apache_beam.io.filesystems import FileSystems
 from transforms import metrics
 from transforms.coders import SizedPickleCoder
 from transforms.packing import (
-    Layout, Offsets, Pieces, SequenceBlock, assemble, count_unit, cut_stream, pack_window, plan_splits,
+    Layout, Offsets, Pieces, SequenceBlock, UnitCounts, assemble, count_unit, cut_stream, pack_window, plan_splits,
     split_by_file, window_of,
 )
 from transforms.sequence_order import SPLITS, ValidationRule, id_hashes, smallest_keys, split_masks
@@ -68,6 +68,8 @@ class SequenceBlockCoder(SizedPickleCoder):
 
 beam.coders.registry.register_coder(Pieces, PiecesCoder)
 beam.coders.registry.register_coder(SequenceBlock, SequenceBlockCoder)
+# Pieces keyed by (split, output file): what the pieces' GroupByKey receives.
+PiecesByFile = Tuple[Tuple[str, int], Pieces]
 
 
 # ---------------------------------------------------------------- reading shards
@@ -167,6 +169,12 @@ def _local_smallest(unit: Unit, n: int) -> list[tuple[int, str]]:
 
 class _CountFn(beam.DoFn):
     def process(self, unit: Unit, rule):
+        if rule is None:  # every document is a training one: the footer has the counts
+            parquet = _open(unit.path)
+            documents = parquet.metadata.row_group(unit.row_group).num_rows
+            tokens = _row_group_tokens(parquet, unit.row_group)
+            yield unit.key, UnitCounts({"train": documents, "validation": 0}, {"train": tokens, "validation": 0})
+            return
         ids, lengths, _ = read_unit(unit)
         yield unit.key, count_unit(ids, lengths, rule)
 
@@ -347,7 +355,8 @@ class PackSequences(beam.PTransform):
                 | "Plan" >> beam.Create([None])
                 | "PlanSplits" >> beam.Map(lambda _, offsets: plan_splits(offsets, layout), offsets)
             )
-            pieces = units | "Cut" >> beam.ParDo(_CutFn(), rule, offsets, single(plans))
+            pieces = units | "Cut" >> beam.ParDo(_CutFn(), rule, offsets, single(plans)).with_output_types(
+                PiecesByFile)
         else:
             bins = (
                 units
@@ -367,10 +376,11 @@ class PackSequences(beam.PTransform):
                 | "PlanSplits" >> beam.Map(
                     lambda _, offsets, bins: plan_splits(offsets, layout, bins[1]), offsets, bin_offsets)
             )
-            pieces = bins | "Place" >> beam.FlatMap(_place, bin_offsets, single(plans))
+            pieces = bins | "Place" >> beam.FlatMap(_place, bin_offsets, single(plans)).with_output_types(PiecesByFile)
         blocks = (
             pieces
             | "GroupByFile" >> beam.GroupByKey()
-            | "Assemble" >> beam.ParDo(_AssembleFn(self.pad_id, self.dtype), single(plans))
+            | "Assemble" >> beam.ParDo(_AssembleFn(self.pad_id, self.dtype), single(plans)).with_output_types(
+                SequenceBlock)
         )
         return PackedSequences(blocks, plans)
