@@ -207,3 +207,26 @@ def test_a_complete_result_is_replaced_only_with_overwrite(shards, tmp_path, cap
     assert packed_splits(out) == first and not (out / ".staging").exists()
     assert pack(*argv, "--overwrite", "--seed", "1") == 0
     assert packed_splits(out) != first and sorted(os.listdir(out)) == ["stats.json", "train", "validation"]
+
+
+def test_shards_written_by_other_tools(tmp_path, capsys):
+    """Columns in another order, an extra column, no Parquet statistics: the same sequences."""
+    import pyarrow as pa
+
+    from transforms.shards import rows_to_table, shard_schema
+
+    docs = random_docs(60, seed=2)
+    table = rows_to_table(docs, shard_schema("f" * 64, 1000))
+    other = pa.table({"tokens": table.column("tokens"), "lang": pa.array(["en"] * len(docs)),
+                      "id": table.column("id")}).replace_schema_metadata(table.schema.metadata)
+    (tmp_path / "in").mkdir()
+    pq.write_table(other, tmp_path / "in" / "part-00000-of-00001.parquet", write_statistics=False, row_group_size=7)
+    out = tmp_path / "out"
+    assert pack("--input", str(tmp_path / "in"), "--seq-len", "32", "--output", str(out), *IN_MEMORY) == 0
+    assert packed_splits(out) == reference_pack(docs, 32)
+    assert stats(out)["input"]["tokens"] == sum(len(t) for _, t in docs)
+    no_ids = other.set_column(2, "id", pa.array([None] + [f"x{i}" for i in range(len(docs) - 1)]))
+    pq.write_table(no_ids, tmp_path / "no-ids.parquet")
+    assert pack("--input", str(tmp_path / "no-ids.parquet"), "--seq-len", "32", "--output", str(tmp_path / "o2"),
+                *IN_MEMORY) == 2
+    assert "without an id" in capsys.readouterr().err

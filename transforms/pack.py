@@ -111,6 +111,11 @@ def describe_shards(paths: Sequence[str]) -> ShardsInfo:
         names = parquet.schema_arrow.names
         if "tokens" not in names or "id" not in names or SHA256_KEY not in metadata:
             raise ValueError(f"{path} is not a token shard (needs columns id, tokens and {SHA256_KEY.decode()})")
+        id_column = _leaf_column(parquet, "id")
+        for rg in range(parquet.metadata.num_row_groups):
+            stats = parquet.metadata.row_group(rg).column(id_column).statistics
+            if stats is not None and stats.has_null_count and stats.null_count:
+                raise ValueError(f"{path} has rows without an id; every document needs one (the split hashes it)")
         eos = metadata.get(EOS_KEY)
         info = (metadata[SHA256_KEY].decode(), int(metadata.get(VOCAB_SIZE_KEY, 0)), int(eos) if eos else None)
         if seen is not None and info[:2] != seen[:2]:
@@ -124,8 +129,14 @@ def describe_shards(paths: Sequence[str]) -> ShardsInfo:
     return ShardsInfo(*seen, documents, tokens)
 
 
+def _leaf_column(parquet: pq.ParquetFile, name: str) -> int:
+    """The index of the Parquet leaf column under the top-level column ``name``."""
+    schema = parquet.metadata.schema
+    return next(i for i in range(len(schema)) if schema.column(i).path.split(".")[0] == name)
+
+
 def _row_group_tokens(parquet: pq.ParquetFile, row_group: int) -> int:
-    column = parquet.schema_arrow.get_field_index("tokens")
+    column = _leaf_column(parquet, "tokens")
     stats = parquet.metadata.row_group(row_group).column(column).statistics
     if stats is not None and stats.has_null_count:
         return stats.num_values  # the leaf's non-null values are the tokens

@@ -7,7 +7,7 @@ or one output file, never on the whole corpus.
 The documents of each split (train, validation) are concatenated in input
 order: shard files sorted by name, row groups in file order, rows in row-group
 order. A document goes to the validation split when a hash of its id is small
-(``ValidationRule``), so the split depends on the ids alone. Everything else is
+(``sequence_order.ValidationRule``), so the split depends on the ids alone. Everything else is
 defined by global positions in a split's stream of tokens, which a first pass
 (``UnitCounts`` per unit, summed up by ``Offsets``) gives to every unit. So the
 result does not depend on how the same documents are cut into shards or row
@@ -21,10 +21,12 @@ Sequences have ``length`` tokens (``seq_len``, plus one for shifted targets):
 - whole documents: documents are cut into pieces of at most ``length`` tokens
   and packed best-fit-decreasing into sequences, within windows of the stream
   (a document belongs to the window its first token falls in); every sequence
-  is padded to ``length``.
+  is padded to ``length``. A document is cut only when it is longer than a
+  sequence. Sequences are numbered window after window, in the order best-fit
+  opens them.
 
 A piece is the run of one document's tokens inside one sequence. Sequence k of
-a split goes to position ``Permutation(k)`` of the split's shuffled order, and
+a split goes to position ``sequence_order.Permutation(k)`` of the split's shuffled order, and
 position p to output file ``p // per_file``, row ``p % per_file``.
 """
 
