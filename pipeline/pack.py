@@ -48,13 +48,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seq-len", type=int, required=True, help="tokens per sequence")
     parser.add_argument("--output", required=True,
                         help="directory for train/, validation/ and stats.json (written last: the completion marker)")
+    parser.add_argument("--format", default="parquet", help=f"output format: {', '.join(FORMATS)} (default parquet)")
+    add_packing_options(parser)
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace a complete result in --output (it stays whole until the new one is complete)")
+
+
+def add_packing_options(parser: argparse.ArgumentParser) -> None:
+    """The options ``pack`` shares with ``encode --pack N``."""
     parser.add_argument("--seed", type=int, default=0, help="seed of the shuffle of sequences (default 0)")
     split = parser.add_mutually_exclusive_group()
     split.add_argument("--validation-fraction", type=float, default=0.0,
                        help="fraction of documents (by a hash of their id) held out for validation")
     split.add_argument("--validation-documents", type=int, default=0,
                        help="number of documents (the smallest hashes of their ids) held out for validation")
-    parser.add_argument("--format", default="parquet", help=f"output format: {', '.join(FORMATS)} (default parquet)")
     parser.add_argument("--targets", action="store_true", help="seq-len + 1 tokens per sequence, for shifted targets")
     parser.add_argument("--drop-remainder", action="store_true",
                         help="drop the last, incomplete sequence of each split instead of padding it")
@@ -65,11 +72,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tokens-per-file", type=int, default=1 << 23, help="about how many tokens per output file")
     parser.add_argument("--window-tokens", type=int, default=1 << 22,
                         help="with --no-split-documents: documents are packed within windows of this many tokens")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="replace a complete result in --output (it stays whole until the new one is complete)")
 
 
-def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+def run(args: argparse.Namespace, beam_args: list[str], encoded: str | None = None) -> int:
+    """Packs; ``encoded`` is the directory of a complete encode result that
+    ``encode --pack`` made for this run: its stats join stats.json under
+    "encode", its dead letters move into the output, and it is removed."""
     options = pipeline_options(beam_args)
     args.output = _absolute(args.output)
     shards = _match_shards([_absolute(pattern) for pattern in args.input])
@@ -91,7 +99,12 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         )
 
     stats = collect_stats(staging, args.format, inputs, _settings(args, transform))
+    if encoded is not None:
+        stats["encode"] = _read_json(FileSystems.join(encoded, STATS_FILE))
+        _move_dead_letters(encoded, staging)
     _publish(staging, args.output, stats)
+    if encoded is not None:
+        _delete(args.output, (ENCODED_DIR,))
     print(
         f"beam-bpe pack: {stats['sequences']} sequences of {stats['sequence_length']} tokens "
         f"({stats['splits']['train']['sequences']} train, {stats['splits']['validation']['sequences']} validation), "
@@ -171,8 +184,7 @@ def _check_input_stats(shards: list[str], inputs: ShardsInfo) -> None:
     path = FileSystems.join(directory, STATS_FILE)
     if not _exists(path):
         return
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        encoded = json.loads(f.read())
+    encoded = _read_json(path)
     if sorted(encoded.get("shards", [])) != sorted(p.rsplit("/", 1)[-1] for p in shards):
         return  # a subset, or shards from several places
     if (encoded.get("documents"), encoded.get("tokens")) != (inputs.documents, inputs.tokens):
@@ -180,6 +192,11 @@ def _check_input_stats(shards: list[str], inputs: ShardsInfo) -> None:
             f"{path} says {encoded.get('documents')} documents and {encoded.get('tokens')} tokens, the shards "
             f"hold {inputs.documents} and {inputs.tokens}: the shards changed after they were written"
         )
+
+
+def _read_json(path: str):
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        return json.loads(f.read())
 
 
 def _settings(args: argparse.Namespace, transform: PackSequences) -> dict:
@@ -213,8 +230,7 @@ def collect_stats(directory: str, format: str, inputs: ShardsInfo, settings: dic
       RuntimeError: the written files disagree with the plan or the input (a
         token lost or added): never published.
     """
-    with FileSystems.open(FileSystems.join(directory, PLAN_FILE), compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        plans = json.loads(f.read())
+    plans = _read_json(FileSystems.join(directory, PLAN_FILE))
     length = settings["sequence_length"]
     splits = {}
     for split in SPLITS:
@@ -261,6 +277,54 @@ def _split_files(directory: str, split: str, format: str, all_suffixes: bool = F
     return sorted(n for n in names if n.endswith(suffixes))
 
 
+# ---------------------------------------------------------------- beam-bpe encode --pack N
+
+ENCODED_DIR = ".encoded"  # encode --pack: the per-document shards, scratch inside the output
+
+
+def add_encode_pack_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags ``beam-bpe encode`` gains for ``--pack N`` (its --format is the input's)."""
+    parser.add_argument("--pack", type=int, default=0, metavar="N",
+                        help="pack the encoded documents into sequences of N tokens (as beam-bpe pack) instead of "
+                        "writing per-document shards")
+    parser.add_argument("--pack-format", default="parquet",
+                        help=f"with --pack: output format, {', '.join(FORMATS)} (default parquet)")
+    add_packing_options(parser)
+
+
+def run_encode_then_pack(args: argparse.Namespace, beam_args: list[str]) -> int:
+    """``beam-bpe encode --pack N``: encodes into OUTPUT/.encoded, then packs that into OUTPUT.
+
+    The output is exactly what ``beam-bpe encode`` then ``beam-bpe pack`` give,
+    with the encode's dead letters and its stats (under "encode") beside it.
+    """
+    from pipeline import encode
+
+    output = _absolute(args.output)
+    if _exists(FileSystems.join(output, STATS_FILE)) and not args.overwrite:
+        raise UserError(f"{output} already holds the result of a complete run ({STATS_FILE}); "
+                        "pass --overwrite to replace it, or choose another --output")
+    scratch = FileSystems.join(output, ENCODED_DIR)
+    encode_args = argparse.Namespace(**{**vars(args), "output": scratch, "overwrite": True, "pack": 0, "strict": False})
+    encode.run(encode_args, beam_args)
+    pack_args = argparse.Namespace(**{**vars(args), "input": [scratch], "seq_len": args.pack, "output": output,
+                                      "format": args.pack_format})
+    code = run(pack_args, beam_args, encoded=scratch)
+    dead_letters = _read_json(FileSystems.join(output, STATS_FILE))["encode"]["dead_letters"]
+    if args.strict and dead_letters:
+        raise UserError(f"{dead_letters} input records could not be read (see "
+                        f"{FileSystems.join(output, DEAD_LETTERS_DIR)}); failing because of --strict")
+    return code
+
+
+def _move_dead_letters(encoded: str, staging: str) -> None:
+    letters = _matching(FileSystems.join(encoded, DEAD_LETTERS_DIR), ("*",))
+    target = FileSystems.join(staging, DEAD_LETTERS_DIR)
+    if letters and "://" not in target:
+        FileSystems.mkdirs(target)
+    FileSystems.rename(letters, [FileSystems.join(target, p.rsplit("/", 1)[-1]) for p in letters])
+
+
 # output handling: replaced by pipeline/outputs.py at merge
 #
 # The same semantics as pipeline/encode.py's _prepare_output / _publish /
@@ -269,7 +333,8 @@ def _split_files(directory: str, split: str, format: str, all_suffixes: bool = F
 STATS_FILE = "stats.json"  # written last: the completion marker
 STATS_TMP = ".stats.json.tmp"
 STAGING_DIR = ".staging"
-RESULT_NAMES = SPLITS
+DEAD_LETTERS_DIR = "dead_letters"  # encode --pack only
+RESULT_NAMES = (*SPLITS, DEAD_LETTERS_DIR)
 SCRATCH_NAMES = (STAGING_DIR, STATS_TMP)
 
 
@@ -316,9 +381,11 @@ def _publish(staging: str, output_dir: str, stats: dict) -> None:
     """Moves the staged splits into output_dir; stats.json, the completion marker, goes last."""
     _delete(output_dir, (STATS_FILE,))
     _delete(output_dir, RESULT_NAMES)
-    for split in SPLITS:
-        files = _matching(FileSystems.join(staging, split), ("part-*",))
-        target = FileSystems.join(output_dir, split)
+    for name in RESULT_NAMES:
+        files = _matching(FileSystems.join(staging, name), ("*",))
+        if not files and name == DEAD_LETTERS_DIR:
+            continue
+        target = FileSystems.join(output_dir, name)
         if "://" not in target:
             FileSystems.mkdirs(target)  # local rename needs the directory; object stores have none
         FileSystems.rename(files, [FileSystems.join(target, p.rsplit("/", 1)[-1]) for p in files])

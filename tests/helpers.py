@@ -253,3 +253,25 @@ def pack(*argv: str) -> int:
     """``beam-bpe pack ARGV`` through the CLI (registering the command until pipeline/cli.py does)."""
     cli.COMMANDS.setdefault("pack", PACK_COMMAND)
     return cli.main(["pack", *argv])
+
+
+def encode_and_pack(*argv: str) -> int:
+    """``beam-bpe encode ARGV`` with ``--pack N``, run as pipeline/encode.py runs it
+    with pipeline.pack's two hooks (add_encode_pack_arguments, run_encode_then_pack)."""
+    import argparse
+    import sys
+
+    from pipeline import encode
+    from pipeline import pack as pack_command
+    from pipeline.errors import UserError
+
+    parser = argparse.ArgumentParser(prog="beam-bpe encode", allow_abbrev=False)
+    encode.add_arguments(parser)
+    if "--pack" not in parser._option_string_actions:
+        pack_command.add_encode_pack_arguments(parser)
+    args, beam_args = parser.parse_known_args(list(argv))
+    try:
+        return pack_command.run_encode_then_pack(args, beam_args) if args.pack else encode.run(args, beam_args)
+    except UserError as e:
+        print(f"beam-bpe encode: error: {e}", file=sys.stderr)
+        return 2

@@ -15,7 +15,7 @@ import pytest
 
 import bpe
 from tests.helpers import (
-    IN_MEMORY, pack, read_packed_parquet, reference_pack, reference_validation, stdlib_lines, train_small,
+    IN_MEMORY, encode_and_pack, pack, read_packed_parquet, reference_pack, reference_validation, stdlib_lines, train_small,
     write_token_shards,
 )
 
@@ -160,6 +160,33 @@ def test_encode_then_pack_gives_back_the_text(tmp_path):
     stream = [t for k in range(len(rows)) for t in rows[positions[k]][0][: rows[positions[k]][1]]]
     assert tok.decode_bytes([t for t in stream if t != eos]) == b"".join(lines)
     assert stream.count(eos) == len(lines)
+
+
+def test_encode_with_pack_equals_encode_then_pack(tmp_path):
+    from pipeline import cli
+
+    lines = stdlib_lines()[:400]
+    tok_path = train_small([line.decode() for line in lines], vocab_size=450).save(str(tmp_path / "tok"))
+    (tmp_path / "corpus.txt").write_bytes(b"".join(lines) + b"\n")
+    (tmp_path / "bad.jsonl").write_bytes(b'{"text": "fine"}\n{not json\n')
+    encode_argv = ["--tokenizer", tok_path, "--input", str(tmp_path / "corpus.txt"), "--input",
+                   str(tmp_path / "bad.jsonl"), "--append-eos", *IN_MEMORY]
+    pack_argv = ["--seed", "2", "--validation-fraction", "0.1", "--targets", *IN_MEMORY]
+    assert cli.main(["encode", *encode_argv, "--output", str(tmp_path / "shards")]) == 0
+    assert pack("--input", str(tmp_path / "shards"), "--seq-len", "64", "--output", str(tmp_path / "two"),
+                *pack_argv) == 0
+    one = tmp_path / "one"
+    assert encode_and_pack(*encode_argv, "--output", str(one), "--pack", "64", *pack_argv) == 0
+    assert packed_splits(one) == packed_splits(tmp_path / "two")
+    both, separate = stats(one), stats(tmp_path / "two")
+    assert both.pop("encode")["dead_letters"] == 1
+    assert both == separate
+    assert sorted(os.listdir(one)) == ["dead_letters", "stats.json", "train", "validation"]
+    letters = [json.loads(line) for p in (one / "dead_letters").iterdir() for line in p.read_text().splitlines()]
+    assert [(pathlib.Path(d["file"]).name, d["record"]) for d in letters] == [("bad.jsonl", 2)]
+    assert encode_and_pack(*encode_argv, "--output", str(one), "--pack", "64", *pack_argv) == 2  # complete
+    assert encode_and_pack(*encode_argv, "--output", str(one), "--pack", "64", "--strict", "--overwrite",
+                           *pack_argv) == 2
 
 
 # ---------------------------------------------------------------- user mistakes and crash safety
