@@ -58,7 +58,12 @@ def token_shards(mb: float, vocab: int, workers: int) -> str:
 
 
 def flatten_floor(paths: list[str], out: str) -> tuple[float, int]:
-    """Seconds to read the shards' tokens with pyarrow and write one flat array with numpy."""
+    """Seconds to read the shards' tokens with pyarrow and write one flat array with
+    numpy (the best of three runs, so that files are in the page cache as for pack)."""
+    return min(_flatten(paths, out) for _ in range(3))
+
+
+def _flatten(paths: list[str], out: str) -> tuple[float, int]:
     start = time.perf_counter()
     parts = []
     for path in paths:
@@ -85,14 +90,20 @@ def run_pack(paths: list[str], out: str, args) -> tuple[float, dict, dict]:
         return seconds, json.load(f), {pid: (cmd, peak, pid == proc.pid) for pid, (cmd, peak) in peaks.items()}
 
 
-def empty_job_seconds(workers: int) -> float:
-    """Wall clock of a Beam job that does nothing, on the same runner: the start-up floor."""
+def empty_job_seconds(workers: int) -> tuple[float, list[int]]:
+    """Wall clock of a Beam job that does nothing, on the same runner (the start-up
+    floor), and the peak RSS of its worker processes (the memory floor)."""
     code = ("import apache_beam as beam; from pipeline.runners import new_pipeline, pipeline_options\n"
+            "import transforms.pack\n"
             "with new_pipeline(pipeline_options(['--direct_num_workers=%d'])) as p:\n"
             "    p | beam.Create([1, 2]) | beam.Map(lambda x: x)" % workers)
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.DEVNULL)
+    memory = PeakMemory(proc.pid)
+    proc.wait()
+    seconds = time.perf_counter() - start
+    peaks = sorted(peak for pid, (_, peak) in memory.stop().items() if pid != proc.pid and peak >= 16 << 20)
+    return seconds, peaks
 
 
 def main(argv=None) -> None:
@@ -106,7 +117,9 @@ def main(argv=None) -> None:
     shards = sorted(glob.glob(os.path.join(token_shards(args.mb, args.vocab, args.workers), "part-*.parquet")))
     work = tempfile.mkdtemp(prefix="bench-pack-")
     print(f"load: {os.getloadavg()[0]:.2f} (1 min average) on {os.cpu_count()} cores")
-    print(f"an empty Beam job, {args.workers} workers: {empty_job_seconds(args.workers):.2f} s")
+    seconds, peaks = empty_job_seconds(args.workers)
+    print(f"an empty Beam job, {args.workers} workers: {seconds:.2f} s; peak RSS of its workers: "
+          f"{', '.join(f'{p / 2**20:.0f} MiB' for p in peaks)}")
     for label, paths in (("half", shards[: len(shards) // 2]), ("all", shards)):
         floor_s, tokens = flatten_floor(paths, os.path.join(work, "flat.bin"))
         pack_s, stats, peaks = run_pack(paths, os.path.join(work, f"packed-{label}"), args)
