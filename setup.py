@@ -30,6 +30,7 @@ setup(
             "tokenizers>=0.20",
             "transformers>=4.40",
             "duckdb>=1.0",
+            "datasets>=5.0",
             "moto[server]>=5.0",
             "boto3>=1.28",
         ],

@@ -163,3 +163,147 @@ def check_read(patterns, documents, dead_letters=(), options=(), **kwargs):
 def text_documents(path, lines, first=1):
     """The Documents of a text file's lines, numbered from ``first``."""
     return [Document(path, first + i, line, None) for i, line in enumerate(lines)]
+
+
+# ---------------------------------------------------------------- packing (beam-bpe pack)
+
+
+def write_token_shards(docs, directory, shards=1, rows_per_group=None, sha256="0" * 64, vocab_size=1000,
+                       eos_token_id=None):
+    """Writes (id, tokens) documents as ``shards`` token shards, in order (shard 0
+    holds the first documents); returns the shard paths, sorted."""
+    from transforms.shards import rows_to_table, shard_schema
+
+    directory = pathlib.Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    schema = shard_schema(sha256, vocab_size, eos_token_id)
+    bounds = [len(docs) * s // shards for s in range(shards + 1)]
+    paths = []
+    for s in range(shards):
+        path = directory / f"part-{s:05d}-of-{shards:05d}.parquet"
+        table = rows_to_table(docs[bounds[s]: bounds[s + 1]], schema)
+        pq.write_table(table, path, row_group_size=rows_per_group or max(1, table.num_rows))
+        paths.append(str(path))
+    return paths
+
+
+def reference_validation(docs, fraction=0.0, documents=0):
+    """The ids of the validation split, computed plainly from the definition."""
+    import hashlib
+
+    def key(doc_id):
+        return int.from_bytes(hashlib.blake2b(doc_id.encode("utf-8"), digest_size=8).digest(), "big"), doc_id
+
+    if documents:
+        last = sorted(key(doc_id) for doc_id, _ in docs)[documents - 1]
+        return {doc_id for doc_id, _ in docs if key(doc_id) <= last}
+    return {doc_id for doc_id, _ in docs if key(doc_id)[0] < fraction * 2**64}
+
+
+def reference_pack(docs, length, split_documents=True, drop_remainder=False, pad_id=0, seed=0,
+                   validation=(), window_tokens=1 << 22):
+    """A plain single-process packer: {split: [(input_ids, real, doc_starts, doc_ids)] in output order}.
+
+    Documents in order, each split's stream cut every ``length`` tokens (or whole
+    documents best-fit within windows of the stream), the tail padded or
+    dropped, the sequences in the order of the seeded permutation.
+    """
+    import numpy as np
+
+    from transforms.sequence_order import Permutation
+
+    result = {}
+    for split in ("train", "validation"):
+        chosen = [(i, list(t)) for i, t in docs if (i in validation) == (split == "validation")]
+        sequences = (_reference_stream(chosen, length, drop_remainder, pad_id) if split_documents
+                     else _reference_best_fit(chosen, length, pad_id, window_tokens))
+        positions = Permutation(len(sequences), seed, split)(np.arange(len(sequences)))
+        result[split] = [sequences[i] for i in np.argsort(positions)]
+    return result
+
+
+def _reference_stream(docs, length, drop_remainder, pad_id):
+    stream, owner = [], []
+    for number, (_, tokens) in enumerate(docs):
+        stream += tokens
+        owner += [number] * len(tokens)
+    sequences = []
+    for k in range(0, len(stream), length):
+        chunk = stream[k: k + length]
+        if len(chunk) < length and drop_remainder:
+            break
+        starts = [j for j in range(len(chunk)) if j == 0 or owner[k + j] != owner[k + j - 1]]
+        ids = [docs[owner[k + j]][0] for j in starts]
+        sequences.append((chunk + [pad_id] * (length - len(chunk)), len(chunk), starts, ids))
+    return sequences
+
+
+def _reference_best_fit(docs, length, pad_id, window_tokens):
+    windows, position = {}, 0
+    for doc_id, tokens in docs:
+        if tokens:
+            windows.setdefault(position // window_tokens, []).append((doc_id, tokens))
+        position += len(tokens)
+    sequences = []
+    for window in sorted(windows):
+        pieces = [(doc_id, tokens[i: i + length]) for doc_id, tokens in windows[window]
+                  for i in range(0, len(tokens), length)]
+        order = sorted(range(len(pieces)), key=lambda p: (-len(pieces[p][1]), p))
+        bins = []  # lists of pieces
+        for p in order:
+            size = len(pieces[p][1])
+            fits = [b for b in range(len(bins)) if length - sum(len(t) for _, t in bins[b]) >= size]
+            if fits:
+                best = min(fits, key=lambda b: (length - sum(len(t) for _, t in bins[b]), b))
+                bins[best].append(pieces[p])
+            else:
+                bins.append([pieces[p]])
+        for content in bins:
+            tokens = [t for _, piece in content for t in piece]
+            starts = [sum(len(t) for _, t in content[:j]) for j in range(len(content))]
+            sequences.append((tokens + [pad_id] * (length - len(tokens)), len(tokens), starts,
+                              [doc_id for doc_id, _ in content]))
+    return sequences
+
+
+def read_packed_parquet(directory, split):
+    """[(input_ids, real, doc_starts, doc_ids)] of a split's Parquet files, in file then row order."""
+    files = sorted(pathlib.Path(directory, split).glob("part-*.parquet"))
+    if not files:
+        return []
+    table = pq.read_table(files)
+    ids = table.column("input_ids").to_pylist()
+    masks = table.column("loss_mask").to_pylist() if "loss_mask" in table.column_names else [[1] * len(i) for i in ids]
+    return [(i, sum(m), s, d) for i, m, s, d in
+            zip(ids, masks, table.column("doc_starts").to_pylist(), table.column("doc_ids").to_pylist())]
+
+
+PACK_COMMAND = ("pipeline.pack", "pack token shards into shuffled fixed-length sequences")
+
+
+def pack(*argv: str) -> int:
+    """``beam-bpe pack ARGV`` through the CLI (registering the command until pipeline/cli.py does)."""
+    cli.COMMANDS.setdefault("pack", PACK_COMMAND)
+    return cli.main(["pack", *argv])
+
+
+def encode_and_pack(*argv: str) -> int:
+    """``beam-bpe encode ARGV`` with ``--pack N``, run as pipeline/encode.py runs it
+    with pipeline.pack's two hooks (add_encode_pack_arguments, run_encode_then_pack)."""
+    import argparse
+    import sys
+
+    from pipeline import encode
+    from pipeline import pack as pack_command
+    from pipeline.errors import UserError
+
+    parser = argparse.ArgumentParser(prog="beam-bpe encode", allow_abbrev=False)
+    encode.add_arguments(parser)
+    if "--pack" not in parser._option_string_actions:
+        pack_command.add_encode_pack_arguments(parser)
+    args, beam_args = parser.parse_known_args(list(argv))
+    try:
+        return pack_command.run_encode_then_pack(args, beam_args) if args.pack else encode.run(args, beam_args)
+    except UserError as e:
+        print(f"beam-bpe encode: error: {e}", file=sys.stderr)
+        return 2

@@ -1,0 +1,401 @@
+"""``beam-bpe pack``: token shards -> shuffled fixed-length sequences, train/ and validation/.
+
+    beam-bpe pack --input 'shards/part-*.parquet' --seq-len 2048 --output packed/ \\
+        [--seed S] [--validation-fraction F | --validation-documents N] \\
+        [--format parquet|megatron|llmc] [--targets] [--drop-remainder] \\
+        [--no-split-documents] [--pad-id N] [--overwrite] [Beam pipeline options]
+
+Everything a user can get wrong (inputs that are not token shards, shards of
+different tokenizers, options that do not fit together or do not fit the
+format) is checked before the job starts, from the shards' footers. After the
+job, stats.json is computed from what was written (the files' footers or
+headers, and the job's plan of each split) and checked: the real tokens
+written plus the dropped ones equal the tokens of the input shards, and the
+documents of both splits are the input's documents.
+
+Crash safety as in ``beam-bpe encode``: the job writes into ``DIR/.staging/``;
+on success train/ and validation/ are moved into DIR and stats.json, the
+completion marker, is written last. A directory without stats.json holds
+leftovers, removed on rerun; a complete one is replaced only with --overwrite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import sys
+from typing import Sequence
+
+import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.errors import UserError
+from pipeline.runners import describe_runner, new_pipeline, pipeline_options
+from transforms.pack import PackSequences, ShardsInfo, describe_shards
+from transforms.packing import SPLITS
+from transforms.sequence_formats import FORMATS, SUFFIXES, WriteFiles, WriteSequences, check_format, written_counts
+from transforms.shards import SHARD_GLOB
+
+PLAN_FILE = "plan.json"  # written by the job into the staging directory
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--input", required=True, action="append",
+                        help="token shards: a glob, a file or a directory of part-*.parquet (repeatable)")
+    parser.add_argument("--seq-len", type=int, required=True, help="tokens per sequence")
+    parser.add_argument("--output", required=True,
+                        help="directory for train/, validation/ and stats.json (written last: the completion marker)")
+    parser.add_argument("--format", default="parquet", help=f"output format: {', '.join(FORMATS)} (default parquet)")
+    add_packing_options(parser)
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace a complete result in --output (it stays whole until the new one is complete)")
+
+
+def add_packing_options(parser: argparse.ArgumentParser) -> None:
+    """The options ``pack`` shares with ``encode --pack N``."""
+    parser.add_argument("--seed", type=int, default=0, help="seed of the shuffle of sequences (default 0)")
+    split = parser.add_mutually_exclusive_group()
+    split.add_argument("--validation-fraction", type=float, default=0.0,
+                       help="fraction of documents (by a hash of their id) held out for validation")
+    split.add_argument("--validation-documents", type=int, default=0,
+                       help="number of documents (the smallest hashes of their ids) held out for validation")
+    parser.add_argument("--targets", action="store_true", help="seq-len + 1 tokens per sequence, for shifted targets")
+    parser.add_argument("--drop-remainder", action="store_true",
+                        help="drop the last, incomplete sequence of each split instead of padding it")
+    parser.add_argument("--no-split-documents", action="store_true",
+                        help="keep documents whole (best-fit packing, padding); longer ones are cut into pieces")
+    parser.add_argument("--pad-id", type=int, default=None,
+                        help="token ID of padding (default: the shards' EOS token, else 0)")
+    parser.add_argument("--tokens-per-file", type=int, default=1 << 23, help="about how many tokens per output file")
+    parser.add_argument("--window-tokens", type=int, default=1 << 22,
+                        help="with --no-split-documents: documents are packed within windows of this many tokens")
+
+
+def run(args: argparse.Namespace, beam_args: list[str], encoded: str | None = None) -> int:
+    """Packs; ``encoded`` is the directory of a complete encode result that
+    ``encode --pack`` made for this run: its stats join stats.json under
+    "encode", its dead letters move into the output, and it is removed."""
+    options = pipeline_options(beam_args)
+    args.output = _absolute(args.output)
+    shards = _match_shards([_absolute(pattern) for pattern in args.input])
+    inputs, transform = _check_arguments(args, shards)
+    _prepare_output(args.output, overwrite=args.overwrite)
+    staging = FileSystems.join(args.output, STAGING_DIR)
+    metadata = {b"tokenizer_sha256": inputs.tokenizer_sha256.encode(), b"vocab_size": str(inputs.vocab_size).encode(),
+                b"seq_len": str(args.seq_len).encode(), b"targets": str(int(args.targets)).encode()}
+
+    with new_pipeline(options) as p:
+        packed = p | "Pack" >> transform
+        _ = packed.blocks | "WriteSequences" >> WriteSequences(
+            staging, args.format, inputs.vocab_size, metadata, loss_mask=transform.layout.has_padding
+        )
+        _ = (
+            packed.plans
+            | "PlanFile" >> beam.Map(lambda plans: (PLAN_FILE, plan_json(plans)))
+            | "WritePlan" >> WriteFiles(staging)
+        )
+
+    stats = collect_stats(staging, args.format, inputs, _settings(args, transform))
+    if encoded is not None:
+        stats["encode"] = _read_json(FileSystems.join(encoded, STATS_FILE))
+        _move_dead_letters(encoded, staging)
+    _publish(staging, args.output, stats)
+    if encoded is not None:
+        _delete(args.output, (ENCODED_DIR,))
+    print(
+        f"beam-bpe pack: {stats['sequences']} sequences of {stats['sequence_length']} tokens "
+        f"({stats['splits']['train']['sequences']} train, {stats['splits']['validation']['sequences']} validation), "
+        f"{stats['tokens']} real tokens, {stats['padding_tokens']} padding, {stats['dropped_tokens']} dropped, "
+        f"in {args.output} ({describe_runner(options)})",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _absolute(path: str) -> str:
+    return path if "://" in path else os.path.abspath(path)
+
+
+def _match_shards(patterns: Sequence[str]) -> list[str]:
+    """The shard files the patterns name, sorted by path: the order of their documents."""
+    paths = set()
+    for pattern in patterns:
+        if "://" not in pattern and os.path.isdir(pattern):
+            pattern = os.path.join(pattern, SHARD_GLOB)
+        try:
+            found = [m.path for m in FileSystems.match([pattern])[0].metadata_list]
+        except Exception:  # some filesystems raise instead of matching nothing
+            found = []
+        if not found:
+            raise UserError(f"--input {pattern} matches no files")
+        paths.update(found)
+    return sorted(paths)
+
+
+def _check_arguments(args: argparse.Namespace, shards: list[str]) -> tuple[ShardsInfo, PackSequences]:
+    """Fails before the job on any user mistake; returns the inputs and the transform."""
+    if args.seq_len < 1:
+        raise UserError(f"--seq-len must be at least 1, not {args.seq_len}")
+    if not 0 <= args.validation_fraction < 1:
+        raise UserError(f"--validation-fraction must be in [0, 1), not {args.validation_fraction}")
+    if args.validation_documents < 0:
+        raise UserError(f"--validation-documents must be 0 or more, not {args.validation_documents}")
+    if args.drop_remainder and args.no_split_documents:
+        raise UserError("--drop-remainder needs split documents: with --no-split-documents every sequence is padded")
+    if args.tokens_per_file < 1 or args.window_tokens < 1:
+        raise UserError("--tokens-per-file and --window-tokens must be positive")
+    try:
+        inputs = describe_shards(shards)
+        check_format(args.format, inputs.vocab_size)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    if args.validation_documents and args.validation_documents >= inputs.documents:
+        raise UserError(
+            f"--validation-documents {args.validation_documents} leaves no training documents "
+            f"(the shards hold {inputs.documents})"
+        )
+    _check_input_stats(shards, inputs)
+    pad_id = args.pad_id if args.pad_id is not None else (inputs.eos_token_id or 0)
+    try:
+        transform = PackSequences(
+            shards, args.seq_len, targets=args.targets, split_documents=not args.no_split_documents,
+            drop_remainder=args.drop_remainder, pad_id=pad_id, seed=args.seed,
+            validation_fraction=args.validation_fraction, validation_documents=args.validation_documents,
+            vocab_size=inputs.vocab_size, tokens_per_file=args.tokens_per_file, window_tokens=args.window_tokens,
+        )
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    if "://" not in args.output and os.path.exists(args.output) and not os.path.isdir(args.output):
+        raise UserError(f"--output {args.output} exists and is not a directory")
+    if _exists(FileSystems.join(args.output, STATS_FILE)) and not args.overwrite:
+        raise UserError(
+            f"{args.output} already holds packed sequences of a complete run ({STATS_FILE}); "
+            "pass --overwrite to replace them, or choose another --output"
+        )
+    return inputs, transform
+
+
+def _check_input_stats(shards: list[str], inputs: ShardsInfo) -> None:
+    """When the shards are all those of one encode run, its stats.json must agree with their footers."""
+    directory = shards[0].rsplit("/", 1)[0]
+    path = FileSystems.join(directory, STATS_FILE)
+    if not _exists(path):
+        return
+    encoded = _read_json(path)
+    if sorted(encoded.get("shards", [])) != sorted(p.rsplit("/", 1)[-1] for p in shards):
+        return  # a subset, or shards from several places
+    if (encoded.get("documents"), encoded.get("tokens")) != (inputs.documents, inputs.tokens):
+        raise UserError(
+            f"{path} says {encoded.get('documents')} documents and {encoded.get('tokens')} tokens, the shards "
+            f"hold {inputs.documents} and {inputs.tokens}: the shards changed after they were written"
+        )
+
+
+def _read_json(path: str):
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        return json.loads(f.read())
+
+
+def _settings(args: argparse.Namespace, transform: PackSequences) -> dict:
+    return {
+        "format": args.format,
+        "seq_len": args.seq_len,
+        "sequence_length": transform.layout.length,
+        "targets": args.targets,
+        "split_documents": not args.no_split_documents,
+        "drop_remainder": args.drop_remainder,
+        "pad_id": transform.pad_id,
+        "seed": args.seed,
+        "validation_fraction": args.validation_fraction,
+        "validation_documents": args.validation_documents,
+    }
+
+
+def plan_json(plans: dict) -> bytes:
+    """The job's plan of every split, as the driver reads it back."""
+    return json.dumps({
+        split: {"documents": plan.documents, "tokens": plan.tokens, "sequences": plan.sequences,
+                "dropped_tokens": plan.dropped_tokens, "padding_tokens": plan.padding_tokens, "files": plan.files}
+        for split, plan in plans.items()
+    }, indent=2).encode()
+
+
+def collect_stats(directory: str, format: str, inputs: ShardsInfo, settings: dict) -> dict:
+    """stats.json's content, from the job's plan and the files written in ``directory``.
+
+    Raises:
+      RuntimeError: the written files disagree with the plan or the input (a
+        token lost or added): never published.
+    """
+    plans = _read_json(FileSystems.join(directory, PLAN_FILE))
+    length = settings["sequence_length"]
+    splits = {}
+    for split in SPLITS:
+        plan = plans[split]
+        files = _split_files(directory, split, format)
+        counted = [written_counts(FileSystems.join(directory, split, name), format) for name in files]
+        real = sum(tokens for _, tokens in counted)
+        sequences = sum(rows for rows, _ in counted) if format == "parquet" else plan["sequences"]
+        if len(files) != plan["files"] or sequences != plan["sequences"] or real != plan["tokens"] - plan["dropped_tokens"]:
+            raise RuntimeError(
+                f"{split}: wrote {len(files)} files, {sequences} sequences and {real} real tokens; the plan was "
+                f"{plan['files']} files, {plan['sequences']} sequences and {plan['tokens'] - plan['dropped_tokens']} tokens"
+            )
+        splits[split] = {
+            "documents": plan["documents"],
+            "sequences": sequences,
+            "tokens": real,
+            "padding_tokens": sequences * length - real if format == "parquet" else 0,
+            "dropped_tokens": plan["dropped_tokens"],
+            "files": [f"{split}/{name}" for name in _split_files(directory, split, format, all_suffixes=True)],
+        }
+    totals = {key: sum(s[key] for s in splits.values())
+              for key in ("documents", "sequences", "tokens", "padding_tokens", "dropped_tokens")}
+    if totals["tokens"] + totals["dropped_tokens"] != inputs.tokens or totals["documents"] != inputs.documents:
+        raise RuntimeError(
+            f"the input shards hold {inputs.documents} documents and {inputs.tokens} tokens; the output accounts "
+            f"for {totals['documents']} documents and {totals['tokens']} + {totals['dropped_tokens']} dropped tokens"
+        )
+    return {
+        **settings,
+        **totals,
+        "splits": splits,
+        "input": {"documents": inputs.documents, "tokens": inputs.tokens},
+        "tokenizer_sha256": inputs.tokenizer_sha256,
+        "vocab_size": inputs.vocab_size,
+        "eos_token_id": inputs.eos_token_id,
+    }
+
+
+def _split_files(directory: str, split: str, format: str, all_suffixes: bool = False) -> list[str]:
+    """Names of a split's written files: one per block (``.idx`` for megatron), or every file."""
+    suffixes = SUFFIXES[format] if all_suffixes else SUFFIXES[format][-1:]
+    names = [p.rsplit("/", 1)[-1] for p in _matching(FileSystems.join(directory, split), ("part-*",))]
+    return sorted(n for n in names if n.endswith(suffixes))
+
+
+# ---------------------------------------------------------------- beam-bpe encode --pack N
+
+ENCODED_DIR = ".encoded"  # encode --pack: the per-document shards, scratch inside the output
+
+
+def add_encode_pack_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags ``beam-bpe encode`` gains for ``--pack N`` (its --format is the input's)."""
+    parser.add_argument("--pack", type=int, default=0, metavar="N",
+                        help="pack the encoded documents into sequences of N tokens (as beam-bpe pack) instead of "
+                        "writing per-document shards")
+    parser.add_argument("--pack-format", default="parquet",
+                        help=f"with --pack: output format, {', '.join(FORMATS)} (default parquet)")
+    add_packing_options(parser)
+
+
+def run_encode_then_pack(args: argparse.Namespace, beam_args: list[str]) -> int:
+    """``beam-bpe encode --pack N``: encodes into OUTPUT/.encoded, then packs that into OUTPUT.
+
+    The output is exactly what ``beam-bpe encode`` then ``beam-bpe pack`` give,
+    with the encode's dead letters and its stats (under "encode") beside it.
+    """
+    from pipeline import encode
+
+    output = _absolute(args.output)
+    if _exists(FileSystems.join(output, STATS_FILE)) and not args.overwrite:
+        raise UserError(f"{output} already holds the result of a complete run ({STATS_FILE}); "
+                        "pass --overwrite to replace it, or choose another --output")
+    scratch = FileSystems.join(output, ENCODED_DIR)
+    encode_args = argparse.Namespace(**{**vars(args), "output": scratch, "overwrite": True, "pack": 0, "strict": False})
+    encode.run(encode_args, beam_args)
+    pack_args = argparse.Namespace(**{**vars(args), "input": [scratch], "seq_len": args.pack, "output": output,
+                                      "format": args.pack_format})
+    code = run(pack_args, beam_args, encoded=scratch)
+    dead_letters = _read_json(FileSystems.join(output, STATS_FILE))["encode"]["dead_letters"]
+    if args.strict and dead_letters:
+        raise UserError(f"{dead_letters} input records could not be read (see "
+                        f"{FileSystems.join(output, DEAD_LETTERS_DIR)}); failing because of --strict")
+    return code
+
+
+def _move_dead_letters(encoded: str, staging: str) -> None:
+    letters = _matching(FileSystems.join(encoded, DEAD_LETTERS_DIR), ("*",))
+    target = FileSystems.join(staging, DEAD_LETTERS_DIR)
+    if letters and "://" not in target:
+        FileSystems.mkdirs(target)
+    FileSystems.rename(letters, [FileSystems.join(target, p.rsplit("/", 1)[-1]) for p in letters])
+
+
+# output handling: replaced by pipeline/outputs.py at merge
+#
+# The same semantics as pipeline/encode.py's _prepare_output / _publish /
+# write_stats, with train/ and validation/ as the result.
+
+STATS_FILE = "stats.json"  # written last: the completion marker
+STATS_TMP = ".stats.json.tmp"
+STAGING_DIR = ".staging"
+DEAD_LETTERS_DIR = "dead_letters"  # encode --pack only
+RESULT_NAMES = (*SPLITS, DEAD_LETTERS_DIR)
+SCRATCH_NAMES = (STAGING_DIR, STATS_TMP)
+
+
+def _exists(path: str) -> bool:
+    try:
+        return FileSystems.exists(path)
+    except Exception:  # a filesystem that cannot answer
+        return False
+
+
+def _matching(directory: str, names: Sequence[str]) -> list[str]:
+    """Paths directly in directory matching any of the glob names (files or directories)."""
+    if "://" not in directory:
+        return sorted({p for name in names for p in glob.glob(os.path.join(glob.escape(directory), name))})
+    paths = set()
+    for name in names:
+        for pattern in (FileSystems.join(directory, name), FileSystems.join(directory, name, "**")):
+            try:
+                paths.update(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+            except Exception:  # nothing matches: some filesystems raise instead of answering []
+                pass
+    return sorted(paths)
+
+
+def _delete(directory: str, names: Sequence[str]) -> None:
+    paths = _matching(directory, names)
+    if paths:
+        FileSystems.delete(paths)
+
+
+def _prepare_output(output_dir: str, overwrite: bool) -> None:
+    """Removes what an earlier run that did not complete left in output_dir."""
+    complete = _exists(FileSystems.join(output_dir, STATS_FILE))
+    names = SCRATCH_NAMES if complete else SCRATCH_NAMES + RESULT_NAMES
+    leftovers = _matching(output_dir, names)
+    if leftovers:
+        shown = ", ".join(path.rstrip("/").rsplit("/", 1)[-1] for path in leftovers[:5])
+        print(f"beam-bpe pack: removing leftovers of an earlier run that did not complete from {output_dir}: {shown}",
+              file=sys.stderr)
+        _delete(output_dir, names)
+
+
+def _publish(staging: str, output_dir: str, stats: dict) -> None:
+    """Moves the staged splits into output_dir; stats.json, the completion marker, goes last."""
+    _delete(output_dir, (STATS_FILE,))
+    _delete(output_dir, RESULT_NAMES)
+    for name in RESULT_NAMES:
+        files = _matching(FileSystems.join(staging, name), ("*",))
+        if not files and name == DEAD_LETTERS_DIR:
+            continue
+        target = FileSystems.join(output_dir, name)
+        if "://" not in target:
+            FileSystems.mkdirs(target)  # local rename needs the directory; object stores have none
+        FileSystems.rename(files, [FileSystems.join(target, p.rsplit("/", 1)[-1]) for p in files])
+    _delete(output_dir, (STAGING_DIR,))
+    write_stats(output_dir, stats)
+
+
+def write_stats(output_dir: str, stats: dict) -> None:
+    """Writes stats.json atomically (a temporary file, then a rename): it marks the directory complete."""
+    tmp = FileSystems.join(output_dir, STATS_TMP)
+    with FileSystems.create(tmp, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        f.write((json.dumps(stats, indent=2) + "\n").encode())
+    FileSystems.rename([tmp], [FileSystems.join(output_dir, STATS_FILE)])

@@ -1,0 +1,259 @@
+"""``beam-bpe pack`` and PackSequences on real Beam runners, read back from the Parquet written.
+
+Every run is compared with tests.helpers.reference_pack (a plain single-process
+packer), so every token of the input is accounted for in the right place; the
+same documents as 1 or 8 shards, on 1 or 2 workers, give the same files.
+"""
+
+import json
+import os
+import pathlib
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+import bpe
+from tests.helpers import (
+    IN_MEMORY, encode_and_pack, pack, read_packed_parquet, reference_pack, reference_validation, stdlib_lines, train_small,
+    write_token_shards,
+)
+
+TWO_WORKERS = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
+
+
+def random_docs(n=400, seed=0, vocab=1000):
+    rng = np.random.default_rng(seed)
+    lengths = rng.geometric(1 / 40, n)
+    lengths[::37] = 0  # empty documents are counted, and hold no token
+    lengths[5] = 300  # longer than a sequence
+    return [(f"doc-{i % 390}", rng.integers(0, vocab, size).tolist()) for i, size in enumerate(lengths)]
+
+
+@pytest.fixture(scope="module")
+def docs():
+    return random_docs()
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory, docs):
+    root = tmp_path_factory.mktemp("shards")
+    write_token_shards(docs, root / "one", shards=1, rows_per_group=1000)
+    write_token_shards(docs, root / "eight", shards=8, rows_per_group=13)  # row groups cut documents' order too
+    return root
+
+
+def packed_splits(out):
+    return {split: read_packed_parquet(out, split) for split in ("train", "validation")}
+
+
+def stats(out):
+    return json.loads((pathlib.Path(out) / "stats.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def split_run(tmp_path_factory, shards):
+    out = tmp_path_factory.mktemp("packed") / "one"
+    assert pack("--input", str(shards / "one"), "--seq-len", "64", "--output", str(out), "--seed", "3",
+                "--validation-fraction", "0.1", "--tokens-per-file", "1000", *IN_MEMORY) == 0
+    return out
+
+
+def test_split_documents_equal_the_reference(split_run, docs):
+    validation = reference_validation(docs, 0.1)
+    assert validation and len(validation) < len(docs) / 4
+    expected = reference_pack(docs, 64, seed=3, validation=validation)
+    assert packed_splits(split_run) == expected
+
+
+def test_stats_account_for_every_token(split_run, docs):
+    s = stats(split_run)
+    tokens_in = sum(len(t) for _, t in docs)
+    assert s["input"] == {"documents": len(docs), "tokens": tokens_in}
+    assert s["tokens"] + s["dropped_tokens"] == tokens_in and s["dropped_tokens"] == 0
+    validation = reference_validation(docs, 0.1)
+    assert s["splits"]["validation"]["documents"] == sum(i in validation for i, _ in docs)
+    assert s["documents"] == len(docs)
+    for split, rows in packed_splits(split_run).items():
+        assert s["splits"][split]["sequences"] == len(rows)
+        assert s["splits"][split]["tokens"] == sum(real for _, real, _, _ in rows)
+        assert s["splits"][split]["padding_tokens"] == sum(64 - real for _, real, _, _ in rows) < 64
+    assert len(s["splits"]["train"]["files"]) == -(-s["splits"]["train"]["sequences"] // (1000 // 64)) > 1
+    assert s["tokenizer_sha256"] == "0" * 64 and s["vocab_size"] == 1000
+
+
+def test_eight_shards_on_two_workers_write_the_same_files(split_run, shards, tmp_path):
+    out = tmp_path / "eight"
+    assert pack("--input", str(shards / "eight" / "part-*.parquet"), "--seq-len", "64", "--output", str(out),
+                "--seed", "3", "--validation-fraction", "0.1", "--tokens-per-file", "1000", *TWO_WORKERS) == 0
+    assert packed_splits(out) == packed_splits(split_run)
+    for split in ("train", "validation"):
+        names = sorted(p.name for p in (split_run / split).iterdir())
+        assert names == sorted(p.name for p in (out / split).iterdir())
+        for name in names:  # the same rows in the same files
+            assert pq.read_table(out / split / name).equals(pq.read_table(split_run / split / name))
+
+
+def test_another_seed_shuffles_differently_with_the_same_split(split_run, shards, tmp_path, docs):
+    out = tmp_path / "seed"
+    assert pack("--input", str(shards / "one"), "--seq-len", "64", "--output", str(out), "--seed", "4",
+                "--validation-fraction", "0.1", "--tokens-per-file", "1000", *IN_MEMORY) == 0
+    a, b = packed_splits(split_run), packed_splits(out)
+    assert a["train"] != b["train"] and sorted(map(str, a["train"])) == sorted(map(str, b["train"]))
+    assert {i for _, _, _, ids in b["validation"] for i in ids} <= reference_validation(docs, 0.1)
+
+
+@pytest.mark.parametrize("workers", [IN_MEMORY, TWO_WORKERS], ids=["in_memory", "two_workers"])
+def test_whole_documents_equal_the_reference(shards, tmp_path, docs, workers):
+    out = tmp_path / "whole"
+    assert pack("--input", str(shards / "eight"), "--seq-len", "50", "--output", str(out), "--no-split-documents",
+                "--validation-documents", "20", "--window-tokens", "2000", "--pad-id", "999", "--targets",
+                *workers) == 0
+    validation = reference_validation(docs, documents=20)
+    expected = reference_pack(docs, 51, split_documents=False, pad_id=999, validation=validation, window_tokens=2000)
+    assert packed_splits(out) == expected
+    s = stats(out)
+    assert s["sequence_length"] == 51 and s["splits"]["validation"]["documents"] == 20
+    assert s["tokens"] == sum(len(t) for _, t in docs) and s["padding_tokens"] > 0
+    # A document is cut only when it is longer than a sequence.
+    pieces = [i for rows in expected.values() for _, _, _, ids in rows for i in ids]
+    unique = {i for i, _ in docs if sum(j == i for j, _ in docs) == 1}
+    cut = {i for i in pieces if pieces.count(i) > 1} & unique
+    assert cut and cut <= {i for i, t in docs if len(t) > 51}
+
+
+def test_drop_remainder_counts_the_dropped_tokens(shards, tmp_path, docs):
+    out = tmp_path / "drop"
+    assert pack("--input", str(shards / "one"), "--seq-len", "64", "--output", str(out), "--drop-remainder",
+                *IN_MEMORY) == 0
+    total = sum(len(t) for _, t in docs)
+    s = stats(out)
+    assert s["dropped_tokens"] == total % 64 > 0 and s["tokens"] == total - total % 64
+    assert s["padding_tokens"] == 0 and s["splits"]["validation"]["sequences"] == 0
+    assert packed_splits(out) == reference_pack(docs, 64, drop_remainder=True)
+    assert "loss_mask" not in pq.read_schema(next((out / "train").glob("*.parquet"))).names
+
+
+def test_encode_then_pack_gives_back_the_text(tmp_path):
+    """The whole path on real text: beam-bpe encode --append-eos, then pack; the
+    sequences, in stream order, decode to the documents separated by EOS."""
+    from pipeline import cli
+
+    lines = stdlib_lines()[:600]
+    tok = train_small([line.decode() for line in lines], vocab_size=500)
+    tok_path = tok.save(str(tmp_path / "tok"))
+    (tmp_path / "corpus.txt").write_bytes(b"".join(lines))
+    assert cli.main(["encode", "--tokenizer", tok_path, "--input", str(tmp_path / "corpus.txt"), "--output",
+                     str(tmp_path / "shards"), "--append-eos", "--num-shards", "3", *IN_MEMORY]) == 0
+    out = tmp_path / "packed"
+    assert pack("--input", str(tmp_path / "shards"), "--seq-len", "128", "--output", str(out), *IN_MEMORY) == 0
+    encoded, packed = json.loads((tmp_path / "shards" / "stats.json").read_text()), stats(out)
+    assert packed["tokens"] == encoded["tokens"] and packed["documents"] == encoded["documents"]
+    assert packed["tokenizer_sha256"] == bpe.Tokenizer.load(tok_path).sha256
+    eos = tok.special_tokens["<|endoftext|>"]
+    assert packed["pad_id"] == packed["eos_token_id"] == eos
+    # Undo the shuffle: sequence k of the stream is at position Permutation(k).
+    from transforms.sequence_order import Permutation
+
+    rows = read_packed_parquet(out, "train")
+    positions = Permutation(len(rows), 0, "train")(np.arange(len(rows)))
+    stream = [t for k in range(len(rows)) for t in rows[positions[k]][0][: rows[positions[k]][1]]]
+    assert tok.decode_bytes([t for t in stream if t != eos]) == b"".join(lines)
+    assert stream.count(eos) == len(lines)
+
+
+def test_encode_with_pack_equals_encode_then_pack(tmp_path):
+    from pipeline import cli
+
+    lines = stdlib_lines()[:400]
+    tok_path = train_small([line.decode() for line in lines], vocab_size=450).save(str(tmp_path / "tok"))
+    (tmp_path / "corpus.txt").write_bytes(b"".join(lines) + b"\n")
+    (tmp_path / "bad.jsonl").write_bytes(b'{"text": "fine"}\n{not json\n')
+    encode_argv = ["--tokenizer", tok_path, "--input", str(tmp_path / "corpus.txt"), "--input",
+                   str(tmp_path / "bad.jsonl"), "--append-eos", *IN_MEMORY]
+    pack_argv = ["--seed", "2", "--validation-fraction", "0.1", "--targets", *IN_MEMORY]
+    assert cli.main(["encode", *encode_argv, "--output", str(tmp_path / "shards")]) == 0
+    assert pack("--input", str(tmp_path / "shards"), "--seq-len", "64", "--output", str(tmp_path / "two"),
+                *pack_argv) == 0
+    one = tmp_path / "one"
+    assert encode_and_pack(*encode_argv, "--output", str(one), "--pack", "64", *pack_argv) == 0
+    assert packed_splits(one) == packed_splits(tmp_path / "two")
+    both, separate = stats(one), stats(tmp_path / "two")
+    assert both.pop("encode")["dead_letters"] == 1
+    assert both == separate
+    assert sorted(os.listdir(one)) == ["dead_letters", "stats.json", "train", "validation"]
+    letters = [json.loads(line) for p in (one / "dead_letters").iterdir() for line in p.read_text().splitlines()]
+    assert [(pathlib.Path(d["file"]).name, d["record"]) for d in letters] == [("bad.jsonl", 2)]
+    assert encode_and_pack(*encode_argv, "--output", str(one), "--pack", "64", *pack_argv) == 2  # complete
+    assert encode_and_pack(*encode_argv, "--output", str(one), "--pack", "64", "--strict", "--overwrite",
+                           *pack_argv) == 2
+
+
+# ---------------------------------------------------------------- user mistakes and crash safety
+
+
+def test_user_mistakes_are_one_line_errors(shards, tmp_path, capsys):
+    other = write_token_shards(random_docs(10), tmp_path / "other", sha256="1" * 64)
+    base = ["--seq-len", "8", "--output", str(tmp_path / "out"), *IN_MEMORY]
+    cases = [
+        (["--input", str(shards / "one"), "--input", other[0]], "different tokenizers"),
+        (["--input", str(tmp_path / "nothing-*.parquet")], "matches no files"),
+        (["--input", str(shards / "one"), "--no-split-documents", "--drop-remainder"], "--drop-remainder"),
+        (["--input", str(shards / "one"), "--validation-fraction", "1.5"], "--validation-fraction"),
+        (["--input", str(shards / "one"), "--validation-documents", "400"], "leaves no training documents"),
+        (["--input", str(shards / "one"), "--format", "tfrecord"], "unknown format"),
+        (["--input", str(shards / "one"), "--pad-id", "70000"], "pad_id"),
+    ]
+    for argv, message in cases:
+        assert pack(*argv, *base) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("beam-bpe pack: error: ") and message in err[0], err
+    big = write_token_shards(random_docs(10), tmp_path / "big", vocab_size=100_000)
+    assert pack("--input", big[0], "--format", "llmc", *base) == 2
+    assert "uint16" in capsys.readouterr().err
+    not_shard = tmp_path / "plain.parquet"
+    pq.write_table(pq.read_table(big[0]).drop(["tokens"]), not_shard)
+    assert pack("--input", str(not_shard), *base) == 2
+    assert "not a token shard" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_complete_result_is_replaced_only_with_overwrite(shards, tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["--input", str(shards / "one"), "--seq-len", "32", "--output", str(out), *IN_MEMORY]
+    assert pack(*argv) == 0
+    first = packed_splits(out)
+    assert pack(*argv) == 2 and "--overwrite" in capsys.readouterr().err
+    # Leftovers of a crashed run (no stats.json) are removed on rerun.
+    (out / "stats.json").unlink()
+    (out / ".staging" / "train").mkdir(parents=True)
+    (out / ".staging" / "train" / "part-00009-of-00010.parquet").write_bytes(b"partial")
+    (out / "train" / "part-00099-of-00100.parquet").write_bytes(b"stale")
+    assert pack(*argv) == 0
+    assert "leftovers" in capsys.readouterr().err
+    assert packed_splits(out) == first and not (out / ".staging").exists()
+    assert pack(*argv, "--overwrite", "--seed", "1") == 0
+    assert packed_splits(out) != first and sorted(os.listdir(out)) == ["stats.json", "train", "validation"]
+
+
+def test_shards_written_by_other_tools(tmp_path, capsys):
+    """Columns in another order, an extra column, no Parquet statistics: the same sequences."""
+    import pyarrow as pa
+
+    from transforms.shards import rows_to_table, shard_schema
+
+    docs = random_docs(60, seed=2)
+    table = rows_to_table(docs, shard_schema("f" * 64, 1000))
+    other = pa.table({"tokens": table.column("tokens"), "lang": pa.array(["en"] * len(docs)),
+                      "id": table.column("id")}).replace_schema_metadata(table.schema.metadata)
+    (tmp_path / "in").mkdir()
+    pq.write_table(other, tmp_path / "in" / "part-00000-of-00001.parquet", write_statistics=False, row_group_size=7)
+    out = tmp_path / "out"
+    assert pack("--input", str(tmp_path / "in"), "--seq-len", "32", "--output", str(out), *IN_MEMORY) == 0
+    assert packed_splits(out) == reference_pack(docs, 32)
+    assert stats(out)["input"]["tokens"] == sum(len(t) for _, t in docs)
+    no_ids = other.set_column(2, "id", pa.array([None] + [f"x{i}" for i in range(len(docs) - 1)]))
+    pq.write_table(no_ids, tmp_path / "no-ids.parquet")
+    assert pack("--input", str(tmp_path / "no-ids.parquet"), "--seq-len", "32", "--output", str(tmp_path / "o2"),
+                *IN_MEMORY) == 2
+    assert "without an id" in capsys.readouterr().err

@@ -1,0 +1,211 @@
+"""The packing algorithm (transforms/packing.py, transforms/sequence_order.py) against a plain single-process packer.
+
+The distributed flow is replayed in-process: documents cut into arbitrary units,
+each unit counted, cut or windowed on its own with only the offsets the first
+pass gives it, the pieces grouped by output file and assembled. The result must
+equal tests.helpers.reference_pack whatever the units.
+"""
+
+import collections
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.helpers import reference_pack, reference_validation
+from transforms import packing
+from transforms.packing import (
+    Layout, Offsets, Pieces, assemble, best_fit, count_unit, cut_stream, pack_window, plan_splits, split_by_file,
+    window_of,
+)
+from transforms.sequence_order import Permutation, ValidationRule, id_hashes, smallest_keys, split_masks
+
+
+def distributed_pack(docs, units, layout, rule, pad_id=0):
+    """transforms.pack's steps, run in-process on ``units`` (lists of documents)."""
+    counts = []
+    for key, unit in enumerate(units):
+        counts.append(((0, key), count_unit([i for i, _ in unit], np.array([len(t) for _, t in unit]), rule)))
+    offsets = Offsets.from_counts(reversed(counts))  # arrival order must not matter
+    by_file = collections.defaultdict(list)
+    if layout.split_documents:
+        plans = plan_splits(offsets, layout)
+        for key, unit in enumerate(units):
+            for split, lengths, tokens, ids in unit_splits(unit, rule):
+                pieces = cut_stream(lengths, tokens, ids, offsets.starts[0, key][split], plans[split])
+                for file, part in split_by_file(pieces, plans[split]).items():
+                    by_file[split, file].append(part)
+    else:
+        windows = collections.defaultdict(list)
+        for key, unit in enumerate(units):
+            for split, lengths, tokens, ids in unit_splits(unit, rule):
+                starts = offsets.starts[0, key][split] + np.cumsum(lengths) - lengths
+                w = window_of(starts, layout)
+                for window in np.unique(w):
+                    m = w == window
+                    windows[split, int(window)].append((lengths[m], tokens[np.repeat(m, lengths)], ids.filter(m)))
+        packed, totals = {}, collections.Counter()
+        for (split, window), batches in sorted(windows.items()):
+            lengths = np.concatenate([b[0] for b in batches])
+            tokens = np.concatenate([b[1] for b in batches])
+            ids = pa.concat_arrays([b[2] for b in batches])
+            pieces, bins = pack_window(lengths[lengths > 0], tokens, ids.filter(lengths > 0), layout.length)
+            packed[split, window] = (pieces, totals[split])
+            totals[split] += bins
+        plans = plan_splits(offsets, layout, dict(totals))
+        for (split, window), (pieces, first) in packed.items():
+            pieces.sequence = pieces.sequence + first
+            for file, part in split_by_file(pieces, plans[split]).items():
+                by_file[split, file].append(part)
+    result = {}
+    for split, plan in plans.items():
+        blocks = [assemble(Pieces.concat(by_file[split, f], np.uint32), plan, f, pad_id, np.uint32)
+                  for f in range(plan.files)]
+        result[split] = [sequence for block in blocks for sequence in block_sequences(block)]
+    return result, plans
+
+
+def unit_splits(unit, rule):
+    ids = [i for i, _ in unit]
+    lengths = np.array([len(t) for _, t in unit], dtype=np.int64)
+    tokens = np.array([x for _, t in unit for x in t], dtype=np.uint32)
+    for split, mask in split_masks(ids, rule).items():
+        if mask.any():
+            yield split, lengths[mask], tokens[np.repeat(mask, lengths)], pa.array(ids, pa.string()).filter(mask)
+
+
+def block_sequences(block):
+    for r in range(block.rows):
+        lo, hi = block.doc_offsets[r], block.doc_offsets[r + 1]
+        yield (block.input_ids[r].tolist(), int(block.real[r]), block.doc_starts[lo:hi].tolist(),
+               block.doc_ids[lo:hi].to_pylist())
+
+
+def cut_into_units(docs, cuts):
+    bounds = sorted({0, len(docs), *(c % (len(docs) + 1) for c in cuts)})
+    return [docs[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+documents = st.lists(
+    st.tuples(st.sampled_from([f"doc{i}" for i in range(40)]), st.lists(st.integers(0, 999), max_size=40)),
+    max_size=40,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    docs=documents,
+    cuts=st.lists(st.integers(0, 100), max_size=6),
+    length=st.integers(1, 17),
+    split_documents=st.booleans(),
+    drop_remainder=st.booleans(),
+    fraction=st.sampled_from([0.0, 0.3]),
+    seed=st.integers(0, 3),
+    per_file=st.integers(1, 5),
+    window_tokens=st.sampled_from([7, 50, 1 << 20]),
+)
+def test_distributed_packing_equals_the_reference(docs, cuts, length, split_documents, drop_remainder, fraction,
+                                                  seed, per_file, window_tokens):
+    drop_remainder = drop_remainder and split_documents
+    layout = Layout(length, split_documents, drop_remainder, per_file, window_tokens, seed)
+    rule = ValidationRule.fraction(fraction) if fraction else None
+    validation = reference_validation(docs, fraction) if fraction else set()
+    expected = reference_pack(docs, length, split_documents, drop_remainder, 7, seed, validation, window_tokens)
+    got, plans = distributed_pack(docs, cut_into_units(docs, cuts), layout, rule, pad_id=7)
+    assert got == expected
+    # Every token accounted for: real tokens out + dropped = tokens in, per split.
+    for split, plan in plans.items():
+        tokens_in = sum(len(t) for i, t in docs if (i in validation) == (split == "validation"))
+        assert sum(real for _, real, _, _ in got[split]) + plan.dropped_tokens == tokens_in == plan.tokens
+        assert plan.padding_tokens == sum(length - real for _, real, _, _ in got[split])
+
+
+def test_the_units_do_not_change_the_result():
+    rng = np.random.default_rng(1)
+    docs = [(f"d{i}", rng.integers(0, 50, rng.integers(0, 30)).tolist()) for i in range(200)]
+    for split_documents in (True, False):
+        layout = Layout(16, split_documents, per_file=7, window_tokens=300, seed=5)
+        rule = ValidationRule.fraction(0.2)
+        one, _ = distributed_pack(docs, [docs], layout, rule)
+        many, _ = distributed_pack(docs, cut_into_units(docs, range(3, 200, 9)), layout, rule)
+        assert one == many and one["validation"]
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 3, 4, 5, 100, 1000, 4097])
+def test_permutation_is_a_bijection(size):
+    positions = Permutation(size, seed=3, name="train")(np.arange(size))
+    assert sorted(positions.tolist()) == list(range(size))
+    # Any subset, in any order, maps to the same positions.
+    subset = np.arange(size)[::-3]
+    assert Permutation(size, 3, "train")(subset).tolist() == positions[subset].tolist()
+
+
+def test_permutation_depends_on_seed_and_name():
+    base = Permutation(1000, 0, "train")(np.arange(1000))
+    assert (base != np.arange(1000)).mean() > 0.9
+    assert (Permutation(1000, 1, "train")(np.arange(1000)) != base).mean() > 0.9
+    assert (Permutation(1000, 0, "validation")(np.arange(1000)) != base).mean() > 0.9
+    with pytest.raises(ValueError):
+        Permutation(10, 0)(np.array([10]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(sizes=st.lists(st.integers(1, 12), max_size=30))
+def test_best_fit_matches_a_plain_best_fit_decreasing(sizes):
+    bins, positions, count = best_fit(sizes, 12)
+    expected, used = {}, []
+    for i in sorted(range(len(sizes)), key=lambda i: (-sizes[i], i)):
+        fits = [b for b in range(len(used)) if 12 - used[b] >= sizes[i]]
+        b = min(fits, key=lambda b: (12 - used[b], b)) if fits else len(used)
+        if b == len(used):
+            used.append(0)
+        expected[i] = (b, used[b])
+        used[b] += sizes[i]
+    assert [(int(b), int(p)) for b, p in zip(bins, positions)] == [expected[i] for i in range(len(sizes))]
+    assert count == len(used)
+
+
+@settings(max_examples=100, deadline=None)
+@given(ids=st.lists(st.text(max_size=5), max_size=50), n=st.integers(1, 10))
+def test_validation_documents_are_the_n_smallest_hashes(ids, n):
+    docs = [(i, []) for i in ids]
+    hashes = id_hashes(ids)
+    # Local n-smallest lists merge into the global one, as Top.Smallest does.
+    local = smallest_keys(ids[: len(ids) // 2], hashes[: len(ids) // 2], n) + smallest_keys(
+        ids[len(ids) // 2:], hashes[len(ids) // 2:], n)
+    keys = sorted(local)[:n]
+    if not ids:
+        assert keys == []
+        return
+    rule = ValidationRule(last=keys[-1])
+    chosen = {i for i, v in zip(ids, rule.is_validation(ids, hashes)) if v}
+    assert chosen == reference_validation(docs, documents=min(n, len(ids)))
+
+
+def test_validation_fraction_is_about_the_fraction_and_stable():
+    ids = [f"doc-{i}" for i in range(20000)]
+    chosen = ValidationRule.fraction(0.1).is_validation(ids, id_hashes(ids))
+    assert 0.09 < chosen.mean() < 0.11
+    assert {i for i, c in zip(ids, chosen) if c} == reference_validation([(i, []) for i in ids], 0.1)
+
+
+def test_assemble_refuses_pieces_that_do_not_tile():
+    layout = Layout(4)
+    plan = packing.SplitPlan("train", 1, 8, 2, 0, layout)
+    good = Pieces(np.array([0, 1]), np.array([0, 0]), np.array([0, 4, 8]), np.arange(8, dtype=np.uint32),
+                  pa.array(["a", "a"]))
+    assert assemble(good, plan, 0, 0, np.uint32).input_ids.tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    gap = Pieces(np.array([0, 1]), np.array([0, 1]), np.array([0, 4, 7]), np.arange(7, dtype=np.uint32),
+                 pa.array(["a", "a"]))
+    with pytest.raises(RuntimeError, match="tile"):
+        assemble(gap, plan, 0, 0, np.uint32)
+    missing = Pieces(np.array([0]), np.array([0]), np.array([0, 4]), np.arange(4, dtype=np.uint32), pa.array(["a"]))
+    with pytest.raises(RuntimeError, match="tile"):
+        assemble(missing, plan, 0, 0, np.uint32)
+
+
+def test_layout_refuses_drop_remainder_with_whole_documents():
+    with pytest.raises(ValueError, match="drop_remainder"):
+        Layout(8, split_documents=False, drop_remainder=True)

@@ -1,0 +1,118 @@
+"""Which split a document goes to, and where a sequence goes: pure functions, no Beam.
+
+- The validation split is chosen by a stable hash of each document's id
+  (``ValidationRule``), so it depends on the ids alone: not on the order, the
+  sharding or the run.
+- The shuffle is a seeded bijection of sequence indices (``Permutation``),
+  computed per index, so every worker places its own sequences and the
+  positions still form one permutation of all of them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from typing import Iterable, Sequence
+
+import numpy as np
+
+SPLITS = ("train", "validation")
+_U64 = np.uint64
+
+
+
+def id_hashes(ids: Iterable[str]) -> np.ndarray:
+    """A stable 64-bit hash of every document id (BLAKE2b of its UTF-8 bytes)."""
+    return np.array(
+        [int.from_bytes(hashlib.blake2b(i.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
+         for i in ids],
+        dtype=_U64,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ValidationRule:
+    """Which documents form the validation split: those whose (hash, id) is below
+    ``hash_below`` (a fraction of the hash space), or at most ``last`` (the key of
+    the N-th smallest, for a number of documents). Documents with the same id
+    always land in the same split."""
+
+    hash_below: int = 0
+    last: tuple[int, str] | None = None
+
+    @classmethod
+    def fraction(cls, fraction: float) -> "ValidationRule":
+        return cls(hash_below=min(int(fraction * 2**64), 2**64 - 1) if fraction > 0 else 0)
+
+    def is_validation(self, ids: Sequence[str], hashes: np.ndarray) -> np.ndarray:
+        chosen = hashes < _U64(self.hash_below) if self.hash_below else np.zeros(len(hashes), bool)
+        if self.last is not None:
+            last_hash, last_id = self.last
+            chosen |= hashes < _U64(last_hash)
+            for i in np.flatnonzero(hashes == _U64(last_hash)):
+                chosen[i] |= ids[i] <= last_id
+        return chosen
+
+
+def smallest_keys(ids: Sequence[str], hashes: np.ndarray, n: int) -> list[tuple[int, str]]:
+    """The n smallest (hash, id) keys among these documents (a repeated id counts each time)."""
+    if n <= 0 or not len(hashes):
+        return []
+    candidates = np.argsort(hashes, kind="stable")[:n]
+    # Documents whose hash equals the n-th smallest may still win on their id.
+    candidates = np.union1d(candidates, np.flatnonzero(hashes == hashes[candidates[-1]]))
+    return sorted((int(hashes[i]), ids[i]) for i in candidates)[:n]
+
+
+def split_masks(ids: Sequence[str], rule: ValidationRule | None) -> dict[str, np.ndarray]:
+    """For each split, which of these documents belong to it."""
+    if rule is None:
+        return {"train": np.ones(len(ids), bool), "validation": np.zeros(len(ids), bool)}
+    validation = rule.is_validation(ids, id_hashes(ids))
+    return {"train": ~validation, "validation": validation}
+
+
+
+class Permutation:
+    """A seeded bijection of [0, size), computed per index without a table.
+
+    A balanced Feistel network on the smallest even number of bits that covers
+    ``size``, with cycle walking (an index that maps outside [0, size) is mapped
+    again until it lands inside), so any set of indices can be placed on any
+    worker and the positions still form a permutation.
+    """
+
+    ROUNDS = 6
+
+    def __init__(self, size: int, seed: int, name: str = ""):
+        self.size = size
+        bits = max(2, (max(size, 1) - 1).bit_length())
+        self._half = _U64((bits + 1) // 2)
+        self._mask = _U64((1 << int(self._half)) - 1)
+        digest = hashlib.blake2b(f"{seed}:{name}".encode(), digest_size=8 * self.ROUNDS).digest()
+        self._keys = [_U64(int.from_bytes(digest[8 * r: 8 * r + 8], "little")) for r in range(self.ROUNDS)]
+
+    def _round(self, x: np.ndarray, key) -> np.ndarray:
+        # SplitMix64's finaliser of (x + key): a good 64-bit mixer, wrapping arithmetic.
+        z = x + key
+        z = (z ^ (z >> _U64(30))) * _U64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> _U64(27))) * _U64(0x94D049BB133111EB)
+        return (z ^ (z >> _U64(31))) & self._mask
+
+    def _encrypt(self, x: np.ndarray) -> np.ndarray:
+        left, right = x >> self._half, x & self._mask
+        for key in self._keys:
+            left, right = right, left ^ self._round(right, key)
+        return (left << self._half) | right
+
+    def __call__(self, indices: np.ndarray) -> np.ndarray:
+        x = np.asarray(indices, dtype=_U64)
+        if len(x) and int(x.max()) >= self.size:
+            raise ValueError(f"index out of range [0, {self.size})")
+        with np.errstate(over="ignore"):
+            y = self._encrypt(x)
+            outside = np.flatnonzero(y >= _U64(self.size))
+            while len(outside):
+                y[outside] = self._encrypt(y[outside])
+                outside = outside[y[outside] >= _U64(self.size)]
+        return y.astype(np.int64)
