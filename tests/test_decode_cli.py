@@ -70,8 +70,8 @@ def test_stream_decodes_live_in_random_chunks_without_splitting_characters(token
         if rng.random() < 0.3:
             # The first text may wait for the process to start (a busy machine); after
             # that, text arrives within moments of its IDs.
-            started = pieces_seen_before_end or pos < 1000  # 1000 bytes of IDs hold whole characters
-            got = read_available(proc.stdout.fileno(), 2.0 if started else 60.0)
+            short_wait = pieces_seen_before_end or pos < 1000  # 1000 bytes of IDs hold whole characters
+            got = read_available(proc.stdout.fileno(), 2.0 if short_wait else 60.0)
             if got:
                 pieces_seen_before_end += 1
                 got.decode("utf-8")  # never half a character: strict decoding succeeds
