@@ -22,6 +22,7 @@ from array import array
 
 from bpe.engines.pair_file import pair_rank_json
 from bpe.engines.proof import sample_mismatch, untested_version
+from bpe.engines.unicode_guard import PCRE2_GAPS, CodePointGuard
 from bpe.pretokenize import PRESETS, onig_compatible
 
 NAME = "fastokens"
@@ -41,12 +42,16 @@ class FastokensEngine:
 
         self.tokenizer_json = tokenizer_json
         self._backend = Tokenizer.from_json_str(tokenizer_json)
+        self.guard = CodePointGuard(PCRE2_GAPS)
 
     def __reduce__(self):
         return FastokensEngine, (self.tokenizer_json,)
 
-    def encode(self, text: str) -> array:
-        """The IDs of valid text, as an ``array("I")``."""
+    def encode(self, text: str) -> array | None:
+        """The IDs of valid text as an ``array("I")``; None for a text holding a
+        code point PCRE2 classes differently (``PCRE2_GAPS``)."""
+        if self.guard.rejects(text):
+            return None
         ids = array("I")
         ids.frombytes(self._backend.encode_batch_flat([text])[0])
         return ids

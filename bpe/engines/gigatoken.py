@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from bpe.engines.pair_file import pair_rank_json
 from bpe.engines.proof import sample_mismatch, untested_version
+from bpe.engines.unicode_guard import GIGATOKEN_GAPS, CodePointGuard
 from bpe.pretokenize import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 
 NAME = "gigatoken"
@@ -51,12 +52,16 @@ class GigatokenEngine:
 
         self.tokenizer_json = tokenizer_json
         self._backend = load_hf_json(tokenizer_json)
+        self.guard = CodePointGuard(GIGATOKEN_GAPS)
 
     def __reduce__(self):
         return GigatokenEngine, (self.tokenizer_json,)
 
     def encode(self, text: str):
-        """The IDs of valid text, as a numpy uint32 array."""
+        """The IDs of valid text as a numpy uint32 array; None for a text holding
+        a code point gigatoken's Unicode tables lack (``GIGATOKEN_GAPS``)."""
+        if self.guard.rejects(text):
+            return None
         return self._backend.encode(text)
 
 

@@ -23,6 +23,7 @@ import base64
 from array import array
 
 from bpe.engines.proof import rank_mismatch, sample_mismatch, untested_version
+from bpe.engines.unicode_guard import PCRE2_GAPS, CodePointGuard
 from bpe.pretokenize import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 
 NAME = "splintr"
@@ -53,12 +54,16 @@ class SplintrEngine:
         self.ranks = ranks
         self.pattern = pattern
         self._backend = Tokenizer.from_bytes(ranks, pattern, {}).pcre2(True)
+        self.guard = CodePointGuard(PCRE2_GAPS)
 
     def __reduce__(self):
         return SplintrEngine, (self.ranks, self.pattern)
 
-    def encode(self, text: str) -> array:
-        """The IDs of valid text, as an ``array("I")``."""
+    def encode(self, text: str) -> array | None:
+        """The IDs of valid text as an ``array("I")``; None for a text holding a
+        code point PCRE2 classes differently (``PCRE2_GAPS``)."""
+        if self.guard.rejects(text):
+            return None
         ids = array("I")
         ids.frombytes(self._backend.encode_flat(text))
         return ids
