@@ -90,8 +90,11 @@ def best_of(encode, docs: list[str], runs: int = RUNS) -> tuple[float, float, li
     """(best wall seconds, CPU seconds of that run, the outputs of the last run)."""
     best, cpu, outputs = float("inf"), 0.0, []
     for _ in range(runs):
+        # Fresh str objects: CPython keeps a str's UTF-8 form once a Rust engine
+        # asked for it, and a corpus meets each document once.
+        fresh = [d.encode().decode() for d in docs]
         start, start_cpu = time.perf_counter(), time.process_time()
-        outputs = [encode(d) for d in docs]
+        outputs = [encode(d) for d in fresh]
         wall = time.perf_counter() - start
         if wall < best:
             best, cpu = wall, time.process_time() - start_cpu
