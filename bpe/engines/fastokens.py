@@ -1,4 +1,4 @@
-"""fastokens (PyPI ``fastokens``, Apache-2.0): a Rust ``tokenizer.json`` encoder
+r"""fastokens (PyPI ``fastokens``, Apache-2.0): a Rust ``tokenizer.json`` encoder
 with a PCRE2 (JIT) pre-tokenizer.
 
 Merge semantics: Hugging Face BPE, by the rank of the pair in the merge list,
@@ -8,7 +8,9 @@ Pre-tokenization: PCRE2 runs our regex itself. The file holds the spelling of
 the pattern that Oniguruma, PCRE2 and ``regex`` read alike
 (``bpe.pretokenize.onig_compatible``). Only the preset patterns are used: they
 are the ones tests/test_engines.py shows PCRE2 splits as ``regex`` does;
-another pattern could use a construct the two engines read differently.
+another pattern could use a construct the two engines read differently. The
+exception is the code points in ``PCRE2_GAPS`` (older Unicode tables, and
+U+180E in ``\s``): a text holding one is declined.
 
 Input: text as ``str``; the IDs come back from ``encode_batch_flat`` as
 uint32 bytes, viewed as an ``array("I")`` without a Python int per token. The

@@ -10,12 +10,13 @@ pre-tokenizers for a fixed set of schemes and recognises each by the exact
 Split regex string of the Hugging Face file. ``_SCHEME_REGEX`` gives, for each
 of our presets, the string that selects gigatoken's version of it; that the
 pieces are ours is what tests/test_engines.py shows. Custom patterns are
-refused.
+refused. Its Unicode tables are older than ``regex``'s: a text holding one of
+the code points in ``GIGATOKEN_GAPS`` is declined (``bpe.engines.unicode_guard``).
 
 Input: the text's UTF-8 bytes (gigatoken also takes a ``str``, more slowly);
-the IDs come back as a numpy uint32 array. Loading
-from a repo id or a file name would look on the Hugging Face Hub, so the
-engine is built only from the file's contents, in memory.
+the IDs come back as a numpy uint32 array. Loading from a repo id or a file
+name would look on the Hugging Face Hub, so the engine is built only from the
+file's contents, in memory.
 """
 
 from __future__ import annotations

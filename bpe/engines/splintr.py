@@ -1,4 +1,4 @@
-"""splintr (PyPI ``splintr-rs``, MIT): a Rust tiktoken-style encoder with a
+r"""splintr (PyPI ``splintr-rs``, MIT): a Rust tiktoken-style encoder with a
 PCRE2 (JIT) pre-tokenizer.
 
 Merge semantics: tiktoken's, by the rank of the concatenated bytes (our IDs as
@@ -7,11 +7,13 @@ vocabulary, so every build runs that proof.
 
 Pre-tokenization: splintr compiles the pattern with its own regex engine
 first, which has no possessive quantifiers, and then with PCRE2. It gets
-``_POSSESSIVE_FREE``: each preset spelled without them, the same regex because
+``_POSSESSIVE_FREE``: each preset spelled without them. It is the same regex:
 every possessive quantifier in the presets ends its alternative or is followed
-by something its atom never matches, so it never gives back what it took.
-Only the presets are used; tests/test_engines.py shows PCRE2 splits them as
-``regex`` does.
+by something its atom never matches, so backtracking never gives back what it
+took; and in ``\s++$`` the longest run is the only one ``$`` can follow. Only
+the presets are used; tests/test_engines.py shows PCRE2 splits them as
+``regex`` does, except for the code points in ``PCRE2_GAPS`` (older Unicode
+tables, and U+180E in ``\s``): a text holding one is declined.
 
 Input: text as ``str``; ``encode_flat`` gives the IDs as uint32 bytes, viewed
 as an ``array("I")``. splintr's bundled vocabularies are not used.
