@@ -299,6 +299,17 @@ def test_untested_package_version_is_refused(adapter, trained, monkeypatch):
     assert "0.0.0-untested is not a tested version" in reason
 
 
+def test_untested_regex_version_is_refused(adapter, trained, monkeypatch):
+    """The guards list where the engine's tables differ from this ``regex``'s."""
+    from bpe.engines import proof
+
+    real = proof.metadata.version
+    monkeypatch.setattr(proof.metadata, "version", lambda d: "2000.1.1" if d == "regex" else real(d))
+    engine, reason = adapter.build(trained)
+    assert engine is None
+    assert reason.startswith("regex 2000.1.1 is not a tested version")
+
+
 def test_missing_package_is_refused(adapter, trained, monkeypatch):
     from bpe.engines import proof
 

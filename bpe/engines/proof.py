@@ -1,8 +1,9 @@
 """What every adapter checks before it hands out an engine.
 
-1. The package is a version the differential tests (tests/test_engines.py) ran
-   against: pre-tokenizers and Unicode tables change between releases, and
-   only tested releases are known to split like our regex.
+1. The package, and ``regex``, are versions the differential tests
+   (tests/test_engines.py) ran against: pre-tokenizers and Unicode tables change
+   between releases of both, and only the tested pair is known to split alike
+   (the Unicode guards list the code points where they differ).
 2. For engines that merge by the rank of the concatenated bytes (tiktoken's
    semantics), ``rank_mismatch`` finds nothing for this vocabulary.
 3. Sample texts that exercise every branch of the preset patterns encode to
@@ -13,6 +14,9 @@
 from __future__ import annotations
 
 from importlib import metadata
+
+# The ``regex`` releases whose Unicode tables the engines' guards were measured against.
+REGEX_VERSIONS = ("2026.11.19",)
 
 # Every branch of the preset patterns and where regex engines disagree most:
 # Unicode whitespace and categories, digits of other scripts, contractions in
@@ -34,13 +38,16 @@ SAMPLE_LINES = (
 
 
 def untested_version(distribution: str, tested: tuple[str, ...]) -> str | None:
-    """Why the installed ``distribution`` is not usable, or None if it is a tested version."""
+    """Why the installed ``distribution`` (or ``regex``) is not usable, or None
+    if both are tested versions."""
     try:
         version = metadata.version(distribution)
     except metadata.PackageNotFoundError:
         return f"{distribution} is not installed"
     if version not in tested:
         return f"{distribution} {version} is not a tested version ({', '.join(tested)})"
+    if distribution != "regex":
+        return untested_version("regex", REGEX_VERSIONS)
     return None
 
 
