@@ -1,4 +1,4 @@
-"""The accelerator engines (bpe/engines/) give exactly ``Tokenizer.encode``'s IDs.
+"""The accelerator engines (bpe/accelerators/) give exactly ``Tokenizer.encode``'s IDs.
 
 For every adapter whose package is installed and every preset pattern, against
 our pure-Python encoder: held-out multilingual text; every Unicode code point,
@@ -26,8 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bpe
-from bpe.engines import ADAPTERS, build_all
-from bpe.engines.unicode_guard import GIGATOKEN_GAPS, PCRE2_GAPS, CodePointGuard, parse_ranges
+from bpe.accelerators import ADAPTERS, build_all
+from bpe.accelerators.unicode_guard import GIGATOKEN_GAPS, PCRE2_GAPS, CodePointGuard, parse_ranges
 from tests.real_text import multilingual
 
 PATTERNS = ("gpt2", "cl100k", "o200k")
@@ -47,7 +47,7 @@ _ANY_GUARD = frozenset(
 
 def _adapter(name: str):
     pytest.importorskip(name)
-    return importlib.import_module(f"bpe.engines.{name}")
+    return importlib.import_module(f"bpe.accelerators.{name}")
 
 
 @pytest.fixture(scope="module", params=ADAPTERS)
@@ -291,7 +291,7 @@ def test_custom_pattern_is_refused(adapter):
 
 
 def test_untested_package_version_is_refused(adapter, trained, monkeypatch):
-    from bpe.engines import proof
+    from bpe.accelerators import proof
 
     monkeypatch.setattr(proof.metadata, "version", lambda distribution: "0.0.0-untested")
     engine, reason = adapter.build(trained)
@@ -301,7 +301,7 @@ def test_untested_package_version_is_refused(adapter, trained, monkeypatch):
 
 def test_untested_regex_version_is_refused(adapter, trained, monkeypatch):
     """The guards list where the engine's tables differ from this ``regex``'s."""
-    from bpe.engines import proof
+    from bpe.accelerators import proof
 
     real = proof.metadata.version
     monkeypatch.setattr(proof.metadata, "version", lambda d: "2000.1.1" if d == "regex" else real(d))
@@ -311,7 +311,7 @@ def test_untested_regex_version_is_refused(adapter, trained, monkeypatch):
 
 
 def test_missing_package_is_refused(adapter, trained, monkeypatch):
-    from bpe.engines import proof
+    from bpe.accelerators import proof
 
     def not_found(distribution):
         raise proof.metadata.PackageNotFoundError(distribution)

@@ -25,14 +25,14 @@ What "exactly" rests on:
   merge by the rank of the concatenated bytes (tiktoken's semantics) are used
   only where ``proof.rank_mismatch`` finds nothing for the vocabulary at hand;
 - pre-tokenization: equal IDs for the preset patterns, shown by the
-  differential tests in tests/test_engines.py (every code point of every
+  differential tests in tests/test_accelerators.py (every code point of every
   general category in contexts, whitespace runs, CR/LF mixes, long repeats,
   other scripts' digits, contractions, fuzzed strings, held-out multilingual
   text) for the package versions each adapter names in ``TESTED_VERSIONS``;
   other versions are refused.
 
 ``ADAPTERS`` lists the modules in order of preference, fastest first
-(benchmarks/bench_engines.py).
+(benchmarks/bench_accelerators.py).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def build_all(tokenizer) -> list[tuple[str, object | None, str]]:
     """(name, engine or None, reason) for every adapter, in order of preference."""
     built = []
     for module_name in ADAPTERS:
-        adapter = importlib.import_module(f"bpe.engines.{module_name}")
+        adapter = importlib.import_module(f"bpe.accelerators.{module_name}")
         engine, reason = adapter.build(tokenizer)
         built.append((adapter.NAME, engine, reason))
     return built

@@ -3,15 +3,15 @@
 Merge semantics: loaded from a ``tokenizer.json``, gigatoken merges by the rank
 of the pair in the merge list, using the merged token's ID as that rank. Our
 merge i creates ID 256 + i, so the ranks are exactly ours and no proof is
-needed (``bpe.engines.pair_file``).
+needed (``bpe.accelerators.pair_file``).
 
 Pre-tokenization: gigatoken has no regex engine. It runs hand-written
 pre-tokenizers for a fixed set of schemes and recognises each by the exact
 Split regex string of the Hugging Face file. ``_SCHEME_REGEX`` gives, for each
 of our presets, the string that selects gigatoken's version of it; that the
-pieces are ours is what tests/test_engines.py shows. Custom patterns are
+pieces are ours is what tests/test_accelerators.py shows. Custom patterns are
 refused. Its Unicode tables are older than ``regex``'s: a text holding one of
-the code points in ``GIGATOKEN_GAPS`` is declined (``bpe.engines.unicode_guard``).
+the code points in ``GIGATOKEN_GAPS`` is declined (``bpe.accelerators.unicode_guard``).
 
 Input: the text's UTF-8 bytes (gigatoken also takes a ``str``, more slowly);
 the IDs come back as a numpy uint32 array. Loading from a repo id or a file
@@ -21,9 +21,9 @@ file's contents, in memory.
 
 from __future__ import annotations
 
-from bpe.engines.pair_file import pair_rank_json
-from bpe.engines.proof import sample_mismatch, untested_version
-from bpe.engines.unicode_guard import GIGATOKEN_GAPS, CodePointGuard
+from bpe.accelerators.pair_file import pair_rank_json
+from bpe.accelerators.proof import sample_mismatch, untested_version
+from bpe.accelerators.unicode_guard import GIGATOKEN_GAPS, CodePointGuard
 from bpe.pretokenize import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 
 NAME = "gigatoken"

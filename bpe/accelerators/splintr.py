@@ -11,7 +11,7 @@ first, which has no possessive quantifiers, and then with PCRE2. It gets
 every possessive quantifier in the presets ends its alternative or is followed
 by something its atom never matches, so backtracking never gives back what it
 took; and in ``\s++$`` the longest run is the only one ``$`` can follow. Only
-the presets are used; tests/test_engines.py shows PCRE2 splits them as
+the presets are used; tests/test_accelerators.py shows PCRE2 splits them as
 ``regex`` does, except for the code points in ``PCRE2_GAPS`` (older Unicode
 tables, and U+180E in ``\s``): a text holding one is declined.
 
@@ -24,8 +24,8 @@ from __future__ import annotations
 import base64
 from array import array
 
-from bpe.engines.proof import rank_mismatch, sample_mismatch, untested_version
-from bpe.engines.unicode_guard import PCRE2_GAPS, CodePointGuard
+from bpe.accelerators.proof import rank_mismatch, sample_mismatch, untested_version
+from bpe.accelerators.unicode_guard import PCRE2_GAPS, CodePointGuard
 from bpe.pretokenize import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 
 NAME = "splintr"

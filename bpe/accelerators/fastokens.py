@@ -2,12 +2,12 @@ r"""fastokens (PyPI ``fastokens``, Apache-2.0): a Rust ``tokenizer.json`` encode
 with a PCRE2 (JIT) pre-tokenizer.
 
 Merge semantics: Hugging Face BPE, by the rank of the pair in the merge list,
-which is our own (``bpe.engines.pair_file``); no proof is needed.
+which is our own (``bpe.accelerators.pair_file``); no proof is needed.
 
 Pre-tokenization: PCRE2 runs our regex itself. The file holds the spelling of
 the pattern that Oniguruma, PCRE2 and ``regex`` read alike
 (``bpe.pretokenize.onig_compatible``). Only the preset patterns are used: they
-are the ones tests/test_engines.py shows PCRE2 splits as ``regex`` does;
+are the ones tests/test_accelerators.py shows PCRE2 splits as ``regex`` does;
 another pattern could use a construct the two engines read differently. The
 exception is the code points in ``PCRE2_GAPS`` (older Unicode tables, and
 U+180E in ``\s``): a text holding one is declined.
@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from array import array
 
-from bpe.engines.pair_file import pair_rank_json
-from bpe.engines.proof import sample_mismatch, untested_version
-from bpe.engines.unicode_guard import PCRE2_GAPS, CodePointGuard
+from bpe.accelerators.pair_file import pair_rank_json
+from bpe.accelerators.proof import sample_mismatch, untested_version
+from bpe.accelerators.unicode_guard import PCRE2_GAPS, CodePointGuard
 from bpe.pretokenize import PRESETS, onig_compatible
 
 NAME = "fastokens"

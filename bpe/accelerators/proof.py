@@ -1,7 +1,7 @@
 """What every adapter checks before it hands out an engine.
 
 1. The package, and ``regex``, are versions the differential tests
-   (tests/test_engines.py) ran against: pre-tokenizers and Unicode tables change
+   (tests/test_accelerators.py) ran against: pre-tokenizers and Unicode tables change
    between releases of both, and only the tested pair is known to split alike
    (the Unicode guards list the code points where they differ).
 2. For engines that merge by the rank of the concatenated bytes (tiktoken's
@@ -54,10 +54,8 @@ def untested_version(distribution: str, tested: tuple[str, ...]) -> str | None:
 def rank_mismatch(tokenizer) -> str | None:
     """Why tiktoken-style rank merges could give other IDs than ours for this
     vocabulary, or None (the proof in the tokenizer's own tiktoken support)."""
-    try:
-        from bpe.tiktoken_core import _rank_mismatch
-    except ImportError:
-        from bpe.tokenizer import _rank_mismatch
+    from bpe.engines import _rank_mismatch
+
     return _rank_mismatch(tokenizer)
 
 

@@ -1,7 +1,7 @@
-"""The accelerator engines (bpe/engines/) side by side with tiktoken and our own
+"""The accelerator engines (bpe/accelerators/) side by side with tiktoken and our own
 encoder: one core, one call per document, IDs checked identical on every document.
 
-    python -m benchmarks.bench_engines --train-mb 30 --encode-mb 10
+    python -m benchmarks.bench_accelerators --train-mb 30 --encode-mb 10
 
 1. Our 32k tokenizer (trained by ``bpe.train`` on the benchmark corpus, cached
    under /tmp): each adapter's engine (documents it declines fall back to
@@ -29,7 +29,7 @@ import time
 os.environ.setdefault("RAYON_NUM_THREADS", "1")  # the Rust engines' thread pools: one core
 
 import bpe  # noqa: E402
-from bpe.engines import ADAPTERS  # noqa: E402
+from bpe.accelerators import ADAPTERS  # noqa: E402
 from bpe.pretokenize import CL100K_PATTERN  # noqa: E402
 from benchmarks.corpus import CACHE_DIR, corpus_text, word_counts  # noqa: E402
 
@@ -145,7 +145,7 @@ def bench_ours(tokenizer: bpe.Tokenizer, texts: dict[str, list[str]], warm_up: l
     print(f"\n== engines for our {tokenizer.vocab_size} tokenizer, pattern {tokenizer.pattern[:24]!r}... ==")
     engines = []
     for module_name in ADAPTERS:
-        adapter = importlib.import_module(f"bpe.engines.{module_name}")
+        adapter = importlib.import_module(f"bpe.accelerators.{module_name}")
         start = time.perf_counter()
         engine, reason = adapter.build(tokenizer)
         build_seconds = time.perf_counter() - start
@@ -213,7 +213,7 @@ def bench_cl100k(texts: dict[str, list[str]]) -> None:
     try:
         import splintr
 
-        from bpe.engines.splintr import _POSSESSIVE_FREE
+        from bpe.accelerators.splintr import _POSSESSIVE_FREE
 
         with open(path, "rb") as f:
             spl = splintr.Tokenizer.from_bytes(f.read(), _POSSESSIVE_FREE[CL100K_PATTERN], {}).pcre2(True)
