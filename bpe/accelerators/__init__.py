@@ -1,0 +1,52 @@
+"""Optional accelerator engines: other libraries' encoders, each used only where
+it gives exactly ``Tokenizer.encode``'s IDs.
+
+Every adapter module here has the same two names:
+
+    NAME = "gigatoken"
+    def build(tokenizer) -> tuple[engine | None, str]
+
+``build`` returns (None, a one-line reason) when the package is not installed
+or not a tested version, the pattern is not one the engine runs exactly, or its
+merge semantics could give other IDs for this vocabulary. Otherwise it returns
+an engine and why it qualifies. The engine's ``encode(text: str)`` gives
+``tokenizer.encode(text)``'s IDs (a list, an ``array("I")`` or a numpy array)
+for valid UTF-8 text: a ``str`` without lone surrogates, special-token strings
+being ordinary text. For a text it is not proven on, one holding a code point
+that its Unicode tables class differently from ``regex`` (``unicode_guard``),
+``encode`` returns None: that text goes to the next engine down. Engines
+pickle small (the vocabulary and the pattern) and rebuild the native object
+where they are unpickled, so Beam ships them to workers.
+
+What "exactly" rests on:
+
+- merge semantics: engines that replay merge *pairs* in learned order (Hugging
+  Face ``tokenizer.json`` semantics) are ours by construction; engines that
+  merge by the rank of the concatenated bytes (tiktoken's semantics) are used
+  only where ``proof.rank_mismatch`` finds nothing for the vocabulary at hand;
+- pre-tokenization: equal IDs for the preset patterns, shown by the
+  differential tests in tests/test_accelerators.py (every code point of every
+  general category in contexts, whitespace runs, CR/LF mixes, long repeats,
+  other scripts' digits, contractions, fuzzed strings, held-out multilingual
+  text) for the package versions each adapter names in ``TESTED_VERSIONS``;
+  other versions are refused.
+
+``ADAPTERS`` lists the modules in order of preference, fastest first
+(benchmarks/bench_accelerators.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+ADAPTERS = ("gigatoken", "fastokens", "splintr")
+
+
+def build_all(tokenizer) -> list[tuple[str, object | None, str]]:
+    """(name, engine or None, reason) for every adapter, in order of preference."""
+    built = []
+    for module_name in ADAPTERS:
+        adapter = importlib.import_module(f"bpe.accelerators.{module_name}")
+        engine, reason = adapter.build(tokenizer)
+        built.append((adapter.NAME, engine, reason))
+    return built

@@ -1,0 +1,98 @@
+r"""splintr (PyPI ``splintr-rs``, MIT): a Rust tiktoken-style encoder with a
+PCRE2 (JIT) pre-tokenizer.
+
+Merge semantics: tiktoken's, by the rank of the concatenated bytes (our IDs as
+ranks). That equals ours only where ``rank_mismatch`` finds nothing for the
+vocabulary, so every build runs that proof.
+
+Pre-tokenization: splintr compiles the pattern with its own regex engine
+first, which has no possessive quantifiers, and then with PCRE2. It gets
+``_POSSESSIVE_FREE``: each preset spelled without them. It is the same regex:
+every possessive quantifier in the presets ends its alternative or is followed
+by something its atom never matches, so backtracking never gives back what it
+took; and in ``\s++$`` the longest run is the only one ``$`` can follow. Only
+the presets are used; tests/test_accelerators.py shows PCRE2 splits them as
+``regex`` does, except for the code points in ``PCRE2_GAPS`` (older Unicode
+tables, and U+180E in ``\s``): a text holding one is declined.
+
+Input: text as ``str``; ``encode_flat`` gives the IDs as uint32 bytes, viewed
+as an ``array("I")``. splintr's bundled vocabularies are not used.
+"""
+
+from __future__ import annotations
+
+import base64
+from array import array
+
+from bpe.accelerators.proof import rank_mismatch, sample_mismatch, untested_version
+from bpe.accelerators.unicode_guard import PCRE2_GAPS, CodePointGuard
+from bpe.pretokenize import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
+
+NAME = "splintr"
+TESTED_VERSIONS = ("0.22.0",)
+
+_POSSESSIVE_FREE = {
+    GPT2_PATTERN: r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+$|\s+(?!\S)|\s""",
+    CL100K_PATTERN: (
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+        r"""|\s+$|\s*[\r\n]|\s+(?!\S)|\s"""
+    ),
+    O200K_PATTERN: O200K_PATTERN,
+}
+
+
+class SplintrEngine:
+    """splintr's encoder for one vocabulary, on PCRE2. Pickles as its rank file
+    and pattern and builds the encoder again where it is unpickled.
+
+    Args:
+      ranks: the vocabulary as a tiktoken rank file (base64 token, rank per line).
+      pattern: the pre-tokenizer regex, without possessive quantifiers.
+    """
+
+    def __init__(self, ranks: bytes, pattern: str):
+        from splintr import Tokenizer
+
+        self.ranks = ranks
+        self.pattern = pattern
+        self._backend = Tokenizer.from_bytes(ranks, pattern, {}).pcre2(True)
+        self.guard = CodePointGuard(PCRE2_GAPS)
+
+    def __reduce__(self):
+        return SplintrEngine, (self.ranks, self.pattern)
+
+    def encode(self, text: str) -> array | None:
+        """The IDs of valid text as an ``array("I")``; None for a text holding a
+        code point PCRE2 classes differently (``PCRE2_GAPS``)."""
+        if self.guard.rejects(text):
+            return None
+        ids = array("I")
+        ids.frombytes(self._backend.encode_flat(text))
+        return ids
+
+
+def rank_file(tokenizer) -> bytes:
+    """The tokenizer's bytes tokens as a tiktoken rank file, our IDs as ranks."""
+    lines = [base64.b64encode(tokenizer.token_bytes(i)) + b" %d" % i for i in range(256 + len(tokenizer.merges))]
+    return b"\n".join(lines) + b"\n"
+
+
+def build(tokenizer) -> tuple[SplintrEngine | None, str]:
+    """(splintr's engine for ``tokenizer``, why) or (None, why not)."""
+    unusable = untested_version("splintr-rs", TESTED_VERSIONS)
+    if unusable:
+        return None, unusable
+    pattern = _POSSESSIVE_FREE.get(tokenizer.pattern)
+    if pattern is None:
+        return None, "custom pattern: splintr is shown to split like regex only for the presets"
+    mismatch = rank_mismatch(tokenizer)
+    if mismatch:
+        return None, mismatch
+    try:
+        engine = SplintrEngine(rank_file(tokenizer), pattern)
+    except Exception as e:  # whatever the native loader rejects means: not this engine
+        return None, f"splintr rejected the vocabulary: {e}"
+    mismatch = sample_mismatch(tokenizer, engine, NAME)
+    if mismatch:
+        return None, mismatch
+    return engine, "splintr: rank merges proven equal to ours, PCRE2 running our preset regex (tested)"

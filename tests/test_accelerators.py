@@ -1,0 +1,348 @@
+"""The accelerator engines (bpe/accelerators/) give exactly ``Tokenizer.encode``'s IDs.
+
+For every adapter whose package is installed and every preset pattern, against
+our pure-Python encoder: held-out multilingual text; every Unicode code point,
+grouped by general category as ``regex`` sees it, in contexts that exercise
+each branch of the patterns; whitespace runs, CR/LF mixes, long repeats, other
+scripts' digits, contractions in both cases; fuzzed strings. Two vocabularies
+per pattern: one trained on real text and one of all byte pairs, whose IDs
+show most piece boundaries directly (two bytes merge unless a boundary
+separates them or a lower-ranked pair takes one of them). Plus what the
+adapters refuse, and that engines survive pickling.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pickle
+import unicodedata
+import weakref
+from collections import Counter
+from functools import lru_cache
+
+import pytest
+import regex
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import bpe
+from bpe.accelerators import ADAPTERS, build_all
+from bpe.accelerators.unicode_guard import GIGATOKEN_GAPS, PCRE2_GAPS, CodePointGuard, parse_ranges
+from tests.real_text import multilingual
+
+PATTERNS = ("gpt2", "cl100k", "o200k")
+GENERAL_CATEGORIES = (
+    "Lu Ll Lt Lm Lo Mn Mc Me Nd Nl No Pc Pd Ps Pe Pi Pf Po Sm Sc Sk So Zs Zl Zp Cc Cf Co Cn".split()
+)
+# Unassigned and private-use code points beyond the first planes are sampled:
+# no Unicode version assigns any there yet (planes 4-13) or they are all alike.
+SAMPLE_BEYOND = 0x40000
+SAMPLE_STEP = 61
+
+
+_ANY_GUARD = frozenset(
+    chr(c) for first, last in parse_ranges(f"{GIGATOKEN_GAPS} {PCRE2_GAPS}") for c in range(first, last + 1)
+)
+
+
+def _adapter(name: str):
+    pytest.importorskip(name)
+    return importlib.import_module(f"bpe.accelerators.{name}")
+
+
+@pytest.fixture(scope="module", params=ADAPTERS)
+def adapter(request):
+    return _adapter(request.param)
+
+
+@lru_cache(maxsize=None)
+def trained_tokenizer(pattern: str) -> bpe.Tokenizer:
+    pre = bpe.PreTokenizer(pattern)
+    counts = Counter()
+    for doc in multilingual(6):
+        counts.update(pre.pieces(doc))
+    return bpe.train(counts, vocab_size=3000, pattern=pattern, special_tokens=["<|endoftext|>"], progress=False)
+
+
+@lru_cache(maxsize=None)
+def byte_pairs_tokenizer(pattern: str) -> bpe.Tokenizer:
+    """Every pair of bytes merges, in byte order: no token is longer than two bytes."""
+    return bpe.Tokenizer([(a, b) for a in range(256) for b in range(256)], pattern=pattern)
+
+
+@pytest.fixture(scope="module", params=PATTERNS)
+def trained(request) -> bpe.Tokenizer:
+    return trained_tokenizer(request.param)
+
+
+@pytest.fixture(scope="module")
+def byte_pairs(trained) -> bpe.Tokenizer:
+    return byte_pairs_tokenizer(trained.pattern)
+
+
+# Our IDs per tokenizer and text, shared by the adapters: the pure-Python
+# reference is what costs time here.
+_REFERENCE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def reference_ids(tokenizer: bpe.Tokenizer, text: str) -> list[int]:
+    known = _REFERENCE.setdefault(tokenizer, {})
+    if text not in known:
+        known[text] = tokenizer.encode(text)
+    return known[text]
+
+
+_ENGINES: dict = {}
+
+
+def _engine(adapter, tokenizer):
+    """The adapter's engine for the tokenizer, built once (tokenizers here live as long as the module)."""
+    key = (adapter.NAME, id(tokenizer))
+    if key not in _ENGINES:
+        engine, reason = adapter.build(tokenizer)
+        assert engine is not None, reason
+        _ENGINES[key] = (tokenizer, engine)
+    return _ENGINES[key][1]
+
+
+def _first_difference(tokenizer, engine, texts) -> str | None:
+    """The first text (and where in it) the engine encodes differently or
+    declines, or None."""
+    for text in texts:
+        ours = reference_ids(tokenizer, text)
+        theirs = engine.encode(text)
+        if theirs is None:
+            return f"text {text[:60]!r}: declined"
+        theirs = [int(i) for i in theirs]
+        if ours != theirs:
+            at = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
+            ours_near = tokenizer.decode(ours[max(0, at - 2) : at + 3])
+            theirs_near = tokenizer.decode(theirs[max(0, at - 2) : at + 3])
+            return f"text {text[:60]!r}: token {at}, ours {ours_near!r}, theirs {theirs_near!r}"
+    return None
+
+
+@lru_cache(maxsize=None)
+def _every_code_point() -> str:
+    return "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+
+
+@lru_cache(maxsize=None)
+def code_points(category: str) -> list[str]:
+    """Every code point ``regex`` puts in the general category (no surrogates),
+    sampled beyond the first planes."""
+    found = regex.findall(rf"\p{{gc={category}}}", _every_code_point())
+    return [c for c in found if ord(c) < SAMPLE_BEYOND or ord(c) % SAMPLE_STEP == 0]
+
+
+def in_contexts(chars: list[str], per_text: int = 400) -> list[str]:
+    """Texts putting each character beside letters, digits, punctuation, spaces,
+    newlines, apostrophes and itself, so that every branch of the patterns sees it."""
+    texts = []
+    for start in range(0, len(chars), per_text):
+        parts = []
+        for c in chars[start : start + per_text]:
+            parts.append(f"{c}a{c}A {c}1{c}{c}{c}{c}!{c}. {c}\n{c}\r\n\t{c}'s{c}'S  {c} x{c}/")
+        texts.append("".join(parts))
+    return texts
+
+
+TRICKY_TEXTS = [
+    " " * n + tail for n in (1, 2, 3, 17) for tail in ("", "x", "\n", "\r\n", " \n", "1", "!", "'s")
+] + [
+    "\n" * 5 + "\r\n" * 3 + "\r" * 2 + " \r \n \t\n\r\n  x",
+    "a\r\n\r\nb\n\n\nc \n \n d\t\t\n\t e\u3000\u3000f\u2028g\x85h\xa0\xa0i\u200bj",
+    "trailing spaces   ",
+    "trailing newlines\n\n",
+    "trailing mix \t\n \r\n ",
+    "a" * 5000,
+    "ab" * 3000,
+    " " * 5000 + "x",
+    "\n" * 3000,
+    "!" * 4000,
+    "1" * 1000 + " " + "12345678901234",
+    "٠١٢٣٤٥٦٧٨٩ ۰۱۲۳ ०१२३४ ০১২৩ ๐๑๒๓ ၀၁၂ ០១២ ᠐᠑᠒ ０１２３４５ 𝟎𝟏𝟐𝟑 ⅠⅡⅢⅣ ¹²³ ½¼ ⓵⓶ 𑁦𑁧",
+    "I'm you're he's we've they'll I'd don't I'M YOU'RE HE'S WE'VE THEY'LL I'D DON'T 'S 'T 'Re 'vE x'",
+    "it’s curly ’s ‘quoted’ ‘S",
+    "ΑΒΓΔ αβγδ ǅǈǋ ǅa aǅ ÀÉÎ àéî ß ẞ İı ﬁﬂ",
+    "漢字かなカナ한국어 中文没有空格的句子很长很长很长 𠀀𠀁𪜀 😀👍🏽👨\u200d👩\u200d👧 e\u0301 a\u0308",
+    "<|endoftext|> is ordinary text here <|endoftext|><|endoftext|>",
+    "path/to/file a/ b/\n c//\r\n// /x",
+]
+
+
+def test_every_adapter_builds_for_the_presets(adapter, trained):
+    engine, reason = adapter.build(trained)
+    assert engine is not None, reason
+    assert adapter.NAME in reason
+
+
+def test_held_out_multilingual_text(adapter, trained):
+    engine = _engine(adapter, trained)
+    docs = multilingual(4, start=30)
+    assert len(docs) > 20
+    assert _first_difference(trained, engine, docs) is None
+
+
+@pytest.mark.parametrize("vocabulary", ["trained", "byte_pairs"])
+def test_tricky_texts(adapter, trained, byte_pairs, vocabulary):
+    tokenizer = trained if vocabulary == "trained" else byte_pairs
+    assert _first_difference(tokenizer, _engine(adapter, tokenizer), TRICKY_TEXTS) is None
+
+
+@pytest.mark.parametrize("vocabulary", ["trained", "byte_pairs"])
+def test_every_code_point_by_general_category(adapter, trained, byte_pairs, vocabulary):
+    """Every code point the engine's guard lets through, in contexts, gives our
+    IDs (every one with the byte-pair vocabulary, one in five with the trained one)."""
+    tokenizer = trained if vocabulary == "trained" else byte_pairs
+    step = 5 if vocabulary == "trained" else 1
+    engine = _engine(adapter, tokenizer)
+    failures = {}
+    for category in GENERAL_CATEGORIES:
+        chars = code_points(category)[::step]
+        assert chars or category in ("Zl", "Zp"), category
+        # The same texts for every engine (our IDs are computed once), then the
+        # code points only some other engine declines.
+        texts = in_contexts([c for c in chars if c not in _ANY_GUARD])
+        texts += in_contexts([c for c in chars if c in _ANY_GUARD and not engine.guard.rejects(c)], per_text=1)
+        difference = _first_difference(tokenizer, engine, texts)
+        if difference:
+            failures[category] = difference
+    assert not failures, failures
+
+
+def test_every_guarded_code_point_is_needed(adapter):
+    """With its guard switched off, the engine differs from us on each guarded
+    code point for at least one preset (and, the test above, on no other code
+    point); with the guard it declines them."""
+    name = adapter.NAME
+    guarded = None
+    differing = set()
+    for pattern in PATTERNS:
+        tokenizer = byte_pairs_tokenizer(pattern)
+        engine, reason = adapter.build(tokenizer)  # its own: the guard is switched off below
+        assert engine is not None, reason
+        if guarded is None:
+            guarded = [chr(c) for first, last in parse_ranges(engine.guard.ranges) for c in range(first, last + 1)]
+            assert all(engine.encode(f"x {c}") is None for c in guarded), name
+        engine.guard = CodePointGuard("")
+        differing.update(c for c in guarded if _first_difference(tokenizer, engine, in_contexts([c])) is not None)
+    needless = [f"U+{ord(c):04X}" for c in guarded if c not in differing]
+    assert not needless, needless[:20]
+
+
+def test_guarded_code_points_are_newer_than_pythons_unicode(adapter, byte_pairs):
+    """The engines' Unicode tables are older than ``regex``'s: what they lack is
+    code points Python's ``unicodedata`` (older still) does not know either,
+    apart from U+180E, which PCRE2's \\s matches."""
+    engine = _engine(adapter, byte_pairs)
+    known = [
+        f"U+{c:04X}"
+        for first, last in parse_ranges(engine.guard.ranges)
+        for c in range(first, last + 1)
+        if unicodedata.category(chr(c)) != "Cn"
+    ]
+    assert known in ([], ["U+180E"])
+    assert unicodedata.unidata_version < "15"  # else: compare with the newer tables
+
+
+_ALPHABET = list(
+    "aZ 1'sStT\n\r\t!./-_ \u00a0\u3000\u2028\u0301é漢ß٣𝟎😀<|>"
+) + ["'ll", "'RE", "\r\n", "  ", "\n\n"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fuzzed_strings(adapter, trained, data):
+    engine = _engine(adapter, trained)
+    text = data.draw(
+        st.one_of(
+            st.lists(st.sampled_from(_ALPHABET), max_size=40).map("".join),
+            st.text(st.characters(exclude_categories=("Cs",)), max_size=40),
+        )
+    )
+    ids = engine.encode(text)
+    if ids is None:
+        assert engine.guard.rejects(text)
+    else:
+        assert [int(i) for i in ids] == trained.encode(text)
+
+
+def test_engines_survive_pickling(adapter, trained):
+    engine = _engine(adapter, trained)
+    copy = pickle.loads(pickle.dumps(engine))
+    text = "A pickled engine, rebuilt where it lands: 123 élan\n"
+    assert [int(i) for i in copy.encode(text)] == trained.encode(text)
+    assert type(copy) is type(engine)
+
+
+def test_lone_surrogates_are_refused_not_changed(adapter, trained):
+    """Engines take valid text only; a lone surrogate raises rather than giving other bytes."""
+    engine = _engine(adapter, trained)
+    with pytest.raises((TypeError, UnicodeEncodeError, ValueError)):
+        engine.encode("a\ud800b")
+
+
+def test_custom_pattern_is_refused(adapter):
+    tokenizer = bpe.Tokenizer([(104, 105)], pattern=r"\w+|\s+|[^\w\s]+")
+    engine, reason = adapter.build(tokenizer)
+    assert engine is None
+    assert "custom pattern" in reason
+
+
+def test_untested_package_version_is_refused(adapter, trained, monkeypatch):
+    from bpe.accelerators import proof
+
+    monkeypatch.setattr(proof.metadata, "version", lambda distribution: "0.0.0-untested")
+    engine, reason = adapter.build(trained)
+    assert engine is None
+    assert "0.0.0-untested is not a tested version" in reason
+
+
+def test_untested_regex_version_is_refused(adapter, trained, monkeypatch):
+    """The guards list where the engine's tables differ from this ``regex``'s."""
+    from bpe.accelerators import proof
+
+    real = proof.metadata.version
+    monkeypatch.setattr(proof.metadata, "version", lambda d: "2000.1.1" if d == "regex" else real(d))
+    engine, reason = adapter.build(trained)
+    assert engine is None
+    assert reason.startswith("regex 2000.1.1 is not a tested version")
+
+
+def test_missing_package_is_refused(adapter, trained, monkeypatch):
+    from bpe.accelerators import proof
+
+    def not_found(distribution):
+        raise proof.metadata.PackageNotFoundError(distribution)
+
+    monkeypatch.setattr(proof.metadata, "version", not_found)
+    engine, reason = adapter.build(trained)
+    assert engine is None
+    assert reason.endswith("is not installed")
+
+
+def test_rank_engines_refuse_merges_they_would_replay_differently():
+    """merges b+c, a+b, ab+c: "abc" is token 258 but our encoder gives [a, bc];
+    an engine merging by the rank of the concatenated bytes would give [abc]."""
+    splintr = _adapter("splintr")
+    a, b, c = b"abc"
+    tokenizer = bpe.Tokenizer([(b, c), (a, b), (257, c)])
+    assert tokenizer.encode("abc") == [a, 256]
+    engine, reason = splintr.build(tokenizer)
+    assert engine is None
+    assert "258" in reason
+
+
+def test_pair_rank_engines_take_those_merges_as_they_are(trained):
+    """The same merges are no problem for engines that replay pairs in order."""
+    a, b, c = b"abc"
+    tokenizer = bpe.Tokenizer([(b, c), (a, b), (257, c)], pattern=trained.pattern)
+    for name in ("gigatoken", "fastokens"):
+        engine = _engine(_adapter(name), tokenizer)
+        assert [int(i) for i in engine.encode("abc xabc")] == tokenizer.encode("abc xabc")
+
+
+def test_build_all_names_every_adapter(trained):
+    names = [name for name, _, _ in build_all(trained)]
+    assert names == list(ADAPTERS)
