@@ -1,0 +1,177 @@
+"""Measuring how well tokenizers fit a corpus: ``MeasureTokenizers``.
+
+Documents are measured in batches by every tokenizer at once (each document is
+read once, decoded once and classified once; see ``transforms.report_figures``
+for the definitions), the batches' additive totals are merged by one
+CombineFn, and the merged result's sample (the documents with the smallest
+hash of file and record, so it does not depend on sharding) is segmented three
+ways and picked for the visualizer (``transforms.report_sample``).
+
+Tokenizers travel as their tokenizer.json contents, so workers need no access
+to the files and every worker measures exactly what the driver read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import apache_beam as beam
+import numpy as np
+
+from bpe.scripts import SCRIPTS
+from bpe.tokenizer import Tokenizer
+from transforms import metrics
+from transforms.report_figures import Figures, MeasuredTokenizer, measure_batch
+from transforms.report_sample import SEGMENTATION_FIELDS, Segmenter, visualizer_documents
+
+__all__ = ["MeasureTokenizers", "figures_to_json"]
+
+
+def _load(tokenizer_files: Sequence[bytes], proven: Sequence[bool]) -> list[MeasuredTokenizer]:
+    return [
+        MeasuredTokenizer(Tokenizer.from_json(data), proven=ok) for data, ok in zip(tokenizer_files, proven)
+    ]
+
+
+class _MeasureBatchFn(beam.DoFn):
+    """A batch of Documents -> one Figures of their totals (and sample candidates)."""
+
+    def __init__(self, tokenizer_files, proven, source_field: str | None, sample_size: int):
+        self._files, self._proven = tokenizer_files, proven
+        self._source_field, self._sample_size = source_field, sample_size
+        self._documents = metrics.counter("report", "documents")
+        self._bytes = metrics.counter("report", "bytes")
+
+    def setup(self):
+        self._tokenizers = _load(self._files, self._proven)
+
+    def _source(self, doc) -> str:
+        if self._source_field is None:
+            return doc.file
+        return doc.doc_id if doc.doc_id is not None else f"(no {self._source_field})"
+
+    def process(self, documents):
+        sources = [self._source(doc) for doc in documents]
+        figures = measure_batch(
+            [(source, doc.data) for source, doc in zip(sources, documents)],
+            self._tokenizers,
+            sample_size=self._sample_size,
+        )
+        figures.offer([(source, doc.file, doc.record, doc.data) for source, doc in zip(sources, documents)])
+        self._documents.inc(len(documents))
+        self._bytes.inc(sum(len(doc.data) for doc in documents))
+        yield figures
+
+
+class _MergeFiguresFn(beam.CombineFn):
+    """Adds Figures up (every field is a sum, the sample a bounded smallest-keys set)."""
+
+    def __init__(self, vocab_sizes: Sequence[int], sample_size: int):
+        self._vocab_sizes, self._sample_size = list(vocab_sizes), sample_size
+
+    def create_accumulator(self):
+        return Figures.empty(self._vocab_sizes, self._sample_size)
+
+    def add_input(self, accumulator, figures):
+        return accumulator.merge(figures)
+
+    def merge_accumulators(self, accumulators):
+        accumulators = iter(accumulators)
+        merged = next(accumulators)
+        for accumulator in accumulators:
+            merged.merge(accumulator)
+        return merged
+
+    def extract_output(self, accumulator):
+        return accumulator
+
+
+class _SampleFiguresFn(beam.DoFn):
+    """The merged Figures -> the JSON-able measures, with the sample's segmentation and visualizer."""
+
+    def __init__(self, tokenizer_files, proven):
+        self._files, self._proven = tokenizer_files, proven
+
+    def setup(self):
+        self._tokenizers = _load(self._files, self._proven)
+
+    def process(self, figures: Figures):
+        documents = [data for *_, data in figures.sample]
+        segmentation = [Segmenter(tokenizer).count(documents) for tokenizer in self._tokenizers]
+        measures = figures_to_json(figures)
+        measures["segmentation"] = [table.tolist() for table in segmentation]
+        measures["visualizer"] = visualizer_documents(figures.sample, self._tokenizers)
+        yield measures
+
+
+def figures_to_json(figures: Figures) -> dict:
+    """Figures as plain JSON values (the sample is summarised by its size)."""
+    return {
+        "classes": list(SCRIPTS),
+        "quantities": ["tokens", "bytes", "characters", "fallback_tokens"],
+        "segmentation_fields": list(SEGMENTATION_FIELDS),
+        "sources": {
+            source: {
+                "documents": figures.documents[source],
+                "counts": figures.counts[source].tolist(),
+                "words": figures.words[source].tolist(),
+            }
+            for source in sorted(figures.counts)
+        },
+        "token_counts": [counts.tolist() for counts in figures.token_counts],
+        "sample_documents": len(figures.sample),
+    }
+
+
+@dataclasses.dataclass
+class MeasureTokenizers(beam.PTransform):
+    """Documents -> a PCollection of one dict: the measures of every tokenizer on them.
+
+    The dict holds, per source, per tokenizer and per class of
+    ``bpe.scripts.SCRIPTS``, the tokens, bytes, characters and byte-level
+    fallback tokens, the words per class, each tokenizer's count of every ID,
+    and on the sample the pieces, bytes and token counts of BPE, greedy longest
+    match and the fewest tokens per class, plus the visualizer's documents.
+    Counters: ``report.documents``, ``report.bytes``.
+
+    Args:
+      tokenizer_files: the tokenizer.json contents of the tokenizers, in report order.
+      tiktoken_proven: per tokenizer, whether the driver proved tiktoken's core
+        gives its IDs (workers then use it without repeating the proof).
+      source_field: the documents' source is their ``doc_id`` (the reader was
+        given this field as the id field); None: their input file.
+      sample_documents: how many documents the sample holds.
+      batch_size: documents measured per call.
+    """
+
+    tokenizer_files: Sequence[bytes]
+    tiktoken_proven: Sequence[bool] = ()
+    source_field: str | None = None
+    sample_documents: int = 1000
+    batch_size: int = 256
+
+    def __post_init__(self):
+        super().__init__()
+        if not self.tokenizer_files:
+            raise ValueError("MeasureTokenizers needs at least one tokenizer")
+        self.tokenizer_files = [bytes(data) for data in self.tokenizer_files]
+        self.tiktoken_proven = list(self.tiktoken_proven) or [False] * len(self.tokenizer_files)
+        self._vocab_sizes = [Tokenizer.from_json(data).vocab_size for data in self.tokenizer_files]
+
+    def expand(self, documents):
+        files, proven = self.tokenizer_files, self.tiktoken_proven
+        return (
+            documents
+            | "Batch" >> beam.BatchElements(
+                min_batch_size=self.batch_size, max_batch_size=self.batch_size, record_metrics=False
+            )
+            | "Measure" >> beam.ParDo(_MeasureBatchFn(files, proven, self.source_field, self.sample_documents))
+            | "Merge" >> beam.CombineGlobally(_MergeFiguresFn(self._vocab_sizes, self.sample_documents))
+            | "Sample" >> beam.ParDo(_SampleFiguresFn(files, proven))
+        )
+
+
+def counts_array(measures: dict, source: str) -> np.ndarray:
+    """A source's counts as int64 [tokenizer, quantity, class]."""
+    return np.array(measures["sources"][source]["counts"], dtype=np.int64)
