@@ -260,3 +260,41 @@ class Chromium:
         data = self.send("Page.captureScreenshot", format="png")["data"]
         with open(path, "wb") as f:
             f.write(base64.b64decode(data))
+
+
+def report(*argv: str) -> int:
+    """``beam-bpe report ARGV`` in this process; its exit code."""
+    # The command's registration in pipeline/cli.py (the same line) comes with the merge.
+    cli.COMMANDS.setdefault("report", ("pipeline.report", "measure how well tokenizers fit a corpus"))
+    return cli.main(["report", *argv])
+
+
+def read_report(output) -> dict:
+    with open(os.path.join(output, "report.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def train_with_pattern(docs, pattern: str, vocab_size: int = 600, special_tokens=("<|endoftext|>",)):
+    """A small tokenizer trained on docs with the given pre-tokenizer pattern."""
+    counts = collections.Counter()
+    pre = PreTokenizer(pattern)
+    for doc in docs:
+        counts.update(pre.split(doc))
+    return bpe.train(counts, vocab_size=vocab_size, pattern=pattern, special_tokens=special_tokens)
+
+
+# Text in many scripts, with the characters where engines and definitions differ.
+MULTILINGUAL_LINES = (
+    "Привет, мир! Как дела? Всё хорошо.\n",
+    "Καλημέρα κόσμε, τι κάνεις;\n",
+    "你好，世界！这是中文文本的测试。\n",
+    "こんにちは、世界。カタカナとひらがな。\n",
+    "안녕하세요 세계, 반갑습니다.\n",
+    "مرحبا بالعالم، كيف حالك؟\n",
+    "שלום עולם, מה שלומך?\n",
+    "नमस्ते दुनिया, आप कैसे हैं?\n",
+    "สวัสดีชาวโลก สบายดีไหม\n",
+    "Café crème, naïve résumé: e\u0301 a\u0308 — “quotes” 123 456,78 ½ ٣٤ १२\n",
+    "emoji 🙂👍🏽 and\u00a0nbsp\u3000ideographic\u2028line sep\u0085nel\n",
+    "def f(x):\r\n    return {'a': [1, 2]}  # 100% ſtrange K\n",
+)
