@@ -150,6 +150,8 @@ function setUp() {
       out.dataset.ids = ids.join(",");
     }
   }
+  // For tests and the curious: the encoders (null where the box is off), by tokenizer.
+  window.liveEncoders = rows.map((r) => r.encoder);
   box.addEventListener("input", update);
   update();
   document.body.dataset.ready = "1";
