@@ -20,10 +20,11 @@ order (the first that applies):
    surrogates too);
 8. ``other``: everything else (control characters, unassigned code points).
 
-The writing scripts are those of step 3 and 4. A span of text (a token, a
-word, a pre-token piece) is attributed to its first writing-script character,
-else to its first non-whitespace character, else to whitespace
-(``class_of_text``), so " the" is Latin, " 42" digits and " (" punctuation.
+The writing scripts are those of step 3 and 4. A word is attributed to its
+first writing-script character, else to its first non-whitespace character
+(``class_of_text``: "(hello" is Latin); a token or a pre-token piece to its last
+character, or its first if the last is whitespace (``class_of_span``: " the" is
+Latin, " 42" digits, ");\\n" punctuation).
 
     classify("Привет, world")   # one class index per character
     runs("Привет, world")       # [(class, start, end), ...] over characters
@@ -35,7 +36,7 @@ from functools import lru_cache
 
 import regex
 
-__all__ = ["SCRIPTS", "WRITING", "INHERITED", "INVALID", "OTHER", "WHITESPACE", "classify", "code_point_classes", "runs", "class_of_text"]
+__all__ = ["SCRIPTS", "WRITING", "INHERITED", "INVALID", "OTHER", "WHITESPACE", "classify", "code_point_classes", "runs", "class_of_span", "class_of_text"]
 
 # Named writing scripts: (class name, the regex class of its characters).
 _NAMED = (
@@ -142,3 +143,12 @@ def class_of_text(classes: list[int]) -> int:
         if index != WHITESPACE:
             return index
     return WHITESPACE if classes else OTHER
+
+
+def class_of_span(classes: list[int]) -> int:
+    """The class a token or a pre-token piece is attributed to, given the classes
+    of the characters holding its bytes: its last one's, or its first one's if the
+    last is whitespace (``other`` if it is empty)."""
+    if not classes:
+        return OTHER
+    return classes[0] if classes[-1] == WHITESPACE else classes[-1]

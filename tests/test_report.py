@@ -73,7 +73,7 @@ def plain_measures(tok, docs):
         for token_id in ids:
             n = len(tok.token_bytes(token_id))
             chars = sorted(set(byte_char[position:position + n]))
-            cls = scripts.class_of_text([classes[c] for c in chars])
+            cls = scripts.class_of_span([classes[c] for c in chars])
             starting = [c for c in chars if byte_char.index(c) >= position]
             whole = [c for c in starting if byte_char.index(c) + char_bytes[c] <= position + n and classes[c] != scripts.INVALID]
             row = table[source, scripts.SCRIPTS[cls]]
@@ -216,7 +216,7 @@ def test_segmentation_on_the_sample_equals_brute_force(generated, tokenizers):
                 while covered < len(piece):
                     covered += lengths.pop(0)
                     bpe += 1
-                script = scripts.SCRIPTS[scripts.class_of_text(scripts.classify(piece.decode("utf-8", "surrogateescape")))]
+                script = scripts.SCRIPTS[scripts.class_of_span(scripts.classify(piece.decode("utf-8", "surrogateescape")))]
                 row = table[script]
                 for i, value in enumerate((1, len(piece), bpe, plain_greedy(piece, tokens, longest), plain_fewest(piece, tokens))):
                     row[i] += value

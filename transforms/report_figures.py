@@ -5,17 +5,18 @@ Definitions (the figures of ``beam-bpe report`` use exactly these):
 - **Characters** are those of the document decoded as UTF-8; each byte that is
   not valid UTF-8 is a character of its own, of class ``invalid UTF-8``.
   Every character has one class of ``bpe.scripts.SCRIPTS``.
-- **A token's script** (``bpe.scripts.class_of_text`` over the characters any
-  of whose bytes lie in the token): the class of its first writing-script
-  character, else of its first non-whitespace character, else whitespace. So
-  " the" is Latin, " 42" digits, "\\n\\n" whitespace, and a token holding the
-  2nd and 3rd byte of "中" is Han.
+- **A token's script** (``bpe.scripts.class_of_span``): the class of the
+  character holding its last byte, or, if that is whitespace, of the one
+  holding its first byte. So " the" is Latin, " 42" digits, ");\\n"
+  punctuation, "\\n\\n" whitespace, and a token holding the 2nd and 3rd byte of
+  "中" is Han. (Tokens of the preset patterns hold one class after an optional
+  space, so this is the class of their text.)
 - A script's **bytes** are the bytes of its tokens, its **characters** the
   characters whose first byte lies in one of its tokens, so bytes, characters
   and tokens all add up over the scripts to the corpus totals.
 - **Words** are maximal runs of non-whitespace characters within a document; a
-  word's script is that of its first writing-script character, else of its
-  first character. Tokens per word (fertility) of a script is its tokens over
+  word's script is ``bpe.scripts.class_of_text``: that of its first
+  writing-script character, else of its first character. Tokens per word (fertility) of a script is its tokens over
   its words.
 - **A byte-level fallback token** holds no whole valid character: all its bytes
   are part of a multi-byte UTF-8 sequence that continues outside the token (one
@@ -28,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import heapq
+from array import array
 from typing import Sequence
 
 import numpy as np
@@ -70,8 +72,8 @@ class MeasuredTokenizer:
         """The document's IDs as ordinary text (no special tokens), as uint32."""
         ids = encode_if_valid(self._fast, data) if self._fast is not None else None
         if ids is None:
-            ids = self.tokenizer.encode(data)
-        return np.asarray(ids, dtype=np.uint32)
+            return np.array(self.tokenizer.encode(data), dtype=np.uint32)
+        return np.frombuffer(ids, dtype=np.uint32) if isinstance(ids, array) else np.array(ids, dtype=np.uint32)
 
 
 @dataclasses.dataclass
@@ -129,47 +131,81 @@ def sample_key(file: str, record: int) -> bytes:
     return hashlib.blake2b(f"{file}\0{record}".encode("utf-8", "surrogatepass"), digest_size=8).digest()
 
 
-def _next_true(flags: np.ndarray) -> np.ndarray:
-    """For each position i (and len(flags)), the smallest j >= i with flags[j], else len(flags)."""
-    n = len(flags)
-    positions = np.where(flags, np.arange(n), n)
-    out = np.empty(n + 1, dtype=np.int64)
-    out[n] = n
-    out[:n] = np.minimum.accumulate(positions[::-1])[::-1]
-    return out
-
-
-def decode(data: bytes) -> str:
-    """The document's characters: invalid bytes become lone surrogates (surrogateescape)."""
+def decode(data: bytes) -> tuple[str, bool]:
+    """(the document's characters, whether it is valid UTF-8); invalid bytes become
+    lone surrogates (surrogateescape)."""
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8"), True
     except UnicodeDecodeError:
-        return data.decode("utf-8", "surrogateescape")
+        return data.decode("utf-8", "surrogateescape"), False
 
 
 class _Characters:
-    """The characters of a batch of documents, as arrays (characters never cross documents)."""
+    """The characters of a batch of documents as arrays (characters never cross documents).
 
-    def __init__(self, texts: Sequence[str]):
+    Attributes:
+      classes: uint8 class index per character (combining characters resolved).
+      byte_lengths: UTF-8 bytes per character (1 for an invalid byte).
+      document_starts: bool per character, True at each document's first.
+      per_document: characters per document.
+      ascii: every character is one byte.
+      valid: no character is an invalid byte.
+    """
+
+    def __init__(self, texts: Sequence[str], valid: bool):
         text = "".join(texts)
         cps = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        lengths = np.array([len(t) for t in texts], dtype=np.int64)
-        starts = np.zeros(len(cps) + 1, dtype=bool)
-        starts[np.cumsum(lengths) - lengths] = True  # first character of each document
-        starts = starts[: len(cps)]
-        classes = np.frombuffer(code_point_classes(), dtype=np.uint8)[cps].astype(np.int64)
-        # Combining characters take the class before them, never across documents.
+        n = len(cps)
+        self.per_document = np.array([len(t) for t in texts], dtype=np.int64)
+        starts = np.zeros(n + 1, dtype=bool)
+        starts[np.cumsum(self.per_document) - self.per_document] = True
+        self.document_starts = starts[:n]
+        classes = np.frombuffer(code_point_classes(), dtype=np.uint8)[cps]
         inherited = classes == INHERITED
-        classes[inherited & starts] = OTHER
-        own = ~inherited | starts
-        classes = classes[np.maximum.accumulate(np.where(own, np.arange(len(cps)), 0))] if len(cps) else classes
-        # Lone surrogates stand for one invalid byte each (surrogateescape).
-        self.byte_lengths = np.select(
-            [cps < 0x80, cps < 0x800, (cps >= 0xD800) & (cps < 0xE000), cps < 0x10000], [1, 2, 1, 3], 4
-        ).astype(np.int64)
+        if inherited.any():  # combining characters take the class before them, never across documents
+            classes = classes.copy()
+            classes[inherited & self.document_starts] = OTHER
+            own = ~inherited | self.document_starts
+            classes = classes[np.maximum.accumulate(np.where(own, np.arange(n), 0))]
         self.classes = classes
-        self.document_starts = starts
-        self.per_document = lengths
+        self.ascii = bool(n == 0 or cps.max() < 0x80)
+        self.valid = valid
+        if self.ascii:
+            self.byte_lengths = np.ones(n, dtype=np.uint8)
+        else:
+            self.byte_lengths = (1 + (cps >= 0x80) + (cps >= 0x800) + (cps >= 0x10000)).astype(np.uint8)
+            if not valid:  # lone surrogates stand for one invalid byte each (surrogateescape)
+                self.byte_lengths[(cps >= 0xD800) & (cps < 0xE000)] = 1
+
+
+class _Bytes:
+    """Per byte of the batch: its character's class; characters and valid ones started before it."""
+
+    def __init__(self, chars: _Characters):
+        self.classes = chars.classes if chars.ascii else np.repeat(chars.classes, chars.byte_lengths)
+        n = self.size = len(self.classes)
+        self.chars_before = self.valid_before = self.inside = None  # None: every byte is a valid character
+        if not chars.ascii:
+            char_start = np.zeros(n + 1, dtype=bool)
+            char_start[np.cumsum(chars.byte_lengths, dtype=np.int64) - chars.byte_lengths] = True
+            char_start[n] = True
+            self.inside = ~char_start  # the byte continues a character begun before it
+            self.chars_before = _before(char_start[:n])
+            if not chars.valid:
+                self.valid_before = _before(char_start[:n] & (self.classes != INVALID))
+
+
+def _before(flags: np.ndarray) -> np.ndarray:
+    """out[i] = flags[:i].sum(), for i in 0..len(flags)."""
+    out = np.zeros(len(flags) + 1, dtype=np.int64)
+    np.cumsum(flags, out=out[1:])
+    return out
+
+
+def _token_classes(bytes_: _Bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """``bpe.scripts.class_of_span`` of every token: its last byte's class, unless whitespace."""
+    last = bytes_.classes[ends - 1]
+    return np.where(last == WHITESPACE, bytes_.classes[starts], last).astype(np.int64)
 
 
 def measure_batch(
@@ -194,46 +230,41 @@ def measure_batch(
     names = sorted({source for source, _ in documents})
     source_index = {name: i for i, name in enumerate(names)}
     doc_sources = np.array([source_index[source] for source, _ in documents], dtype=np.int64)
-    chars = _Characters([decode(data) for _, data in documents])
-    n_sources, shape = len(names), (len(names), N_CLASSES)
+    texts = [decode(data) for _, data in documents]
+    chars = _Characters([t for t, _ in texts], valid=all(ok for _, ok in texts))
+    bytes_ = _Bytes(chars)
+    size = len(names) * N_CLASSES
 
-    # Bytes: the class of the character each belongs to; valid character starts.
-    char_of_byte = np.repeat(np.arange(len(chars.classes)), chars.byte_lengths)
-    byte_classes = chars.classes[char_of_byte]
-    char_ends = np.cumsum(chars.byte_lengths)
-    valid_start = np.zeros(len(byte_classes), dtype=bool)
-    valid_start[char_ends - chars.byte_lengths] = chars.classes != INVALID
-    char_start = np.zeros(len(byte_classes), dtype=bool)
-    char_start[char_ends - chars.byte_lengths] = True
-    chars_before = np.concatenate([[0], np.cumsum(char_start)])
-    next_writing = _next_true(_IS_WRITING[byte_classes])
-    next_visible = _next_true(byte_classes != WHITESPACE)
-    next_valid = _next_true(valid_start)
-    end_of_char = np.append(char_ends[char_of_byte], len(byte_classes))
-
-    counts = np.zeros((len(tokenizers), 4, n_sources * N_CLASSES), dtype=np.int64)
+    counts = np.zeros((len(tokenizers), 4, size), dtype=np.int64)
     for t, tokenizer in enumerate(tokenizers):
         per_doc = encoded[t] if encoded is not None else [tokenizer.encode(data) for _, data in documents]
-        ids = np.concatenate(per_doc).astype(np.int64) if per_doc else np.zeros(0, np.int64)
+        ids = np.concatenate(per_doc).astype(np.int64)
         lengths = tokenizer.lengths[ids]
         ends = np.cumsum(lengths)
-        starts = ends - lengths
-        if len(ends) and ends[-1] != len(byte_classes) or not len(ends) and len(byte_classes):
+        if (ends[-1] if len(ends) else 0) != bytes_.size:
             raise ValueError("the tokens do not spell the documents' bytes")
-        classes = _span_classes(byte_classes, next_writing, next_visible, starts, ends)
-        sources = np.repeat(doc_sources, [len(d) for d in per_doc])
-        keys = sources * N_CLASSES + classes
-        valid = next_valid[starts]
-        fallback = ~((valid < ends) & (end_of_char[valid] <= ends))
-        size = n_sources * N_CLASSES
+        if not len(ids):
+            continue
+        starts = ends - lengths
+        keys = _token_classes(bytes_, starts, ends)
+        if len(names) > 1:
+            keys += np.repeat(doc_sources, [len(d) for d in per_doc]) * N_CLASSES
+        if bytes_.chars_before is None:
+            characters, fallback = lengths, None
+        else:
+            characters = bytes_.chars_before[ends] - bytes_.chars_before[starts]
+            valid = characters if bytes_.valid_before is None else bytes_.valid_before[ends] - bytes_.valid_before[starts]
+            # A token ending inside a character does not hold that (last begun) character whole.
+            fallback = (valid - bytes_.inside[ends]) <= 0
         counts[t, Quantity.TOKENS] = np.bincount(keys, minlength=size)
         counts[t, Quantity.BYTES] = np.bincount(keys, weights=lengths, minlength=size)
-        counts[t, Quantity.CHARACTERS] = np.bincount(keys, weights=chars_before[ends] - chars_before[starts], minlength=size)
-        counts[t, Quantity.FALLBACK] = np.bincount(keys, weights=fallback, minlength=size)
+        counts[t, Quantity.CHARACTERS] = np.bincount(keys, weights=characters, minlength=size)
+        if fallback is not None:
+            counts[t, Quantity.FALLBACK] = np.bincount(keys, weights=fallback, minlength=size)
         figures.token_counts[t] += np.bincount(ids, minlength=tokenizer.vocab_size)
 
-    words = _word_counts(chars, doc_sources, n_sources)
-    per_source_docs = np.bincount(doc_sources, minlength=n_sources)
+    words = _word_counts(chars, doc_sources, len(names))
+    per_source_docs = np.bincount(doc_sources, minlength=len(names))
     for i, name in enumerate(names):
         figures.counts[name] = counts[:, :, i * N_CLASSES : (i + 1) * N_CLASSES].copy()
         figures.words[name] = words[i]
@@ -241,29 +272,23 @@ def measure_batch(
     return figures
 
 
-def _span_classes(classes, next_writing, next_visible, starts, ends) -> np.ndarray:
-    """``class_of_text`` of the spans [starts, ends) of a sequence of classes (non-empty spans)."""
-    last = max(len(classes) - 1, 0)
-    writing, visible = next_writing[starts], next_visible[starts]
-    return np.where(
-        writing < ends,
-        classes[np.minimum(writing, last)],
-        np.where(visible < ends, classes[np.minimum(visible, last)], WHITESPACE),
-    )
-
-
 def _word_counts(chars: _Characters, doc_sources: np.ndarray, n_sources: int) -> np.ndarray:
     """Words per (source, class): runs of non-whitespace characters within a document."""
     n = len(chars.classes)
     space = chars.classes == WHITESPACE
-    previous_space = np.concatenate([[True], space[:-1]]) if n else space
+    previous_space = np.empty(n, dtype=bool)
+    previous_space[:1] = True
+    previous_space[1:] = space[:-1]
     word_starts = np.flatnonzero(~space & (previous_space | chars.document_starts))
-    # A word ends at the next whitespace or document start after it.
-    boundary = _next_true(space | chars.document_starts)
-    word_ends = boundary[np.minimum(word_starts + 1, n)]
-    classes = _span_classes(
-        chars.classes, _next_true(_IS_WRITING[chars.classes]), _next_true(~space), word_starts, word_ends
-    )
-    doc_of_char = np.repeat(np.arange(len(chars.per_document)), chars.per_document)
-    keys = doc_sources[doc_of_char[word_starts]] * N_CLASSES + classes
+    if not len(word_starts):
+        return np.zeros((n_sources, N_CLASSES), dtype=np.int64)
+    # The first writing character at or after each position (n: none). Between one
+    # word's start and the next one's there is the word, then only whitespace.
+    writing = np.where(_IS_WRITING[chars.classes], np.arange(n, dtype=np.int32), np.int32(n))
+    first = np.minimum.accumulate(writing[::-1])[::-1][word_starts]
+    next_start = np.append(word_starts[1:], n)
+    found = first < next_start
+    keys = np.where(found, chars.classes[np.minimum(first, n - 1)], chars.classes[word_starts]).astype(np.int64)
+    if n_sources > 1:
+        keys += np.repeat(doc_sources, chars.per_document)[word_starts] * N_CLASSES
     return np.bincount(keys, minlength=n_sources * N_CLASSES).reshape(n_sources, N_CLASSES).astype(np.int64)

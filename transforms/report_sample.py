@@ -3,7 +3,7 @@
 Pure (no Beam). For every pre-token piece of a sample document and every
 tokenizer: BPE's token count, greedy longest match's and the fewest possible
 (``bpe.segmentation``), all with the tokenizer's own vocabulary (special tokens
-left out) and its own pieces. A piece's script is ``bpe.scripts.class_of_text`` of its
+left out) and its own pieces. A piece's script is ``bpe.scripts.class_of_span`` of its
 characters, as for tokens.
 """
 
@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from bpe.scripts import SCRIPTS, WRITING, class_of_text, classify
+from bpe.scripts import SCRIPTS, WRITING, class_of_span, classify
 from bpe.segmentation import Vocabulary
 from transforms.report_figures import MeasuredTokenizer, decode
 
@@ -61,7 +61,7 @@ class Segmenter:
     def _piece(self, piece: bytes) -> tuple[int, int, int]:
         found = self._seen.get(piece)
         if found is None:
-            script = class_of_text(classify(decode(piece)))
+            script = class_of_span(classify(decode(piece)[0]))
             found = (script, len(self.vocabulary.greedy(piece)), len(self.vocabulary.fewest(piece)))
             self._seen[piece] = found
         return found
@@ -69,7 +69,7 @@ class Segmenter:
 
 def dominant_class(data: bytes) -> int:
     """The writing script with the most characters in the document, else its most frequent class."""
-    classes = classify(decode(data))
+    classes = classify(decode(data)[0])
     counts = np.bincount(np.array(classes, dtype=np.int64), minlength=len(SCRIPTS)) if classes else np.zeros(len(SCRIPTS))
     writing = [(counts[i], -i) for i in WRITING if counts[i]]
     if writing:
