@@ -294,7 +294,8 @@ MULTILINGUAL_LINES = (
     "שלום עולם, מה שלומך?\n",
     "नमस्ते दुनिया, आप कैसे हैं?\n",
     "สวัสดีชาวโลก สบายดีไหม\n",
-    "Café crème, naïve résumé: e\u0301 a\u0308 — “quotes” 123 456,78 ½ ٣٤ १२\n",
+    "Café crème, naïve résumé: e\u0301 a\u0308\u0301 — “quotes” 123 456,78 ½ ٣٤ १२\n",
+    "\u0301\u0302 a line that starts with combining marks, (hello 42abc\n",
     "emoji 🙂👍🏽 and\u00a0nbsp\u3000ideographic\u2028line sep\u0085nel\n",
     "def f(x):\r\n    return {'a': [1, 2]}  # 100% ſtrange K\n",
 )

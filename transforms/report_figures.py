@@ -140,59 +140,72 @@ def decode(data: bytes) -> tuple[str, bool]:
         return data.decode("utf-8", "surrogateescape"), False
 
 
-class _Characters:
-    """The characters of a batch of documents as arrays (characters never cross documents).
+class _Batch:
+    """A batch of documents as arrays: their characters' classes and where characters start in the bytes.
+
+    Characters never cross documents (each is decoded on its own).
 
     Attributes:
       classes: uint8 class index per character (combining characters resolved).
-      byte_lengths: UTF-8 bytes per character (1 for an invalid byte).
       document_starts: bool per character, True at each document's first.
       per_document: characters per document.
-      ascii: every character is one byte.
-      valid: no character is an invalid byte.
+      size: bytes in the batch.
+      chars_before: ``chars_before[p]`` = characters starting in bytes [0, p), for
+        p in 0..size; None when every byte is a character (ASCII).
+      valid_before: the same for valid characters; None when all are valid.
+      inside: bool per byte (and False at ``size``): the byte continues a
+        character begun before it; None for ASCII.
     """
 
-    def __init__(self, texts: Sequence[str], valid: bool):
-        text = "".join(texts)
+    def __init__(self, datas: Sequence[bytes]):
+        decoded = [decode(data) for data in datas]
+        text = "".join(t for t, _ in decoded)
+        valid = all(ok for _, ok in decoded)
         cps = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         n = len(cps)
-        self.per_document = np.array([len(t) for t in texts], dtype=np.int64)
+        self.per_document = np.array([len(t) for t, _ in decoded], dtype=np.int64)
         starts = np.zeros(n + 1, dtype=bool)
         starts[np.cumsum(self.per_document) - self.per_document] = True
         self.document_starts = starts[:n]
-        classes = np.frombuffer(code_point_classes(), dtype=np.uint8)[cps]
-        inherited = classes == INHERITED
-        if inherited.any():  # combining characters take the class before them, never across documents
-            classes = classes.copy()
-            classes[inherited & self.document_starts] = OTHER
-            own = ~inherited | self.document_starts
-            classes = classes[np.maximum.accumulate(np.where(own, np.arange(n), 0))]
-        self.classes = classes
-        self.ascii = bool(n == 0 or cps.max() < 0x80)
-        self.valid = valid
-        if self.ascii:
-            self.byte_lengths = np.ones(n, dtype=np.uint8)
-        else:
-            self.byte_lengths = (1 + (cps >= 0x80) + (cps >= 0x800) + (cps >= 0x10000)).astype(np.uint8)
-            if not valid:  # lone surrogates stand for one invalid byte each (surrogateescape)
-                self.byte_lengths[(cps >= 0xD800) & (cps < 0xE000)] = 1
+        self.classes = _resolve_inherited(np.frombuffer(code_point_classes(), dtype=np.uint8)[cps], self.document_starts)
+        self.size = sum(len(data) for data in datas)
+        self.chars_before = self.valid_before = self.inside = None
+        if self.size == n:
+            return
+        if valid:  # character starts are the bytes that are not 10xxxxxx
+            raw = np.frombuffer(b"".join(datas), dtype=np.uint8)
+            char_start = np.append((raw & 0xC0) != 0x80, True)
+        else:  # a lone surrogate stands for one invalid byte (surrogateescape)
+            lengths = np.where(cps < 0x80, 1, np.where(cps < 0x800, 2, np.where(cps < 0x10000, 3, 4)))
+            lengths[(cps >= 0xD800) & (cps < 0xE000)] = 1
+            char_start = np.zeros(self.size + 1, dtype=bool)
+            char_start[np.cumsum(lengths) - lengths] = True
+            char_start[self.size] = True
+        self.inside = ~char_start
+        self.chars_before = _before(char_start[:-1])
+        if not valid:
+            byte_classes = self.classes[self.chars_before[1:] - 1]
+            self.valid_before = _before(char_start[:-1] & (byte_classes != INVALID))
+
+    def class_at(self, byte_positions: np.ndarray) -> np.ndarray:
+        """The class of the character holding each byte."""
+        if self.chars_before is None:
+            return self.classes[byte_positions]
+        return self.classes[self.chars_before[byte_positions + 1] - 1]
 
 
-class _Bytes:
-    """Per byte of the batch: its character's class; characters and valid ones started before it."""
-
-    def __init__(self, chars: _Characters):
-        self.classes = chars.classes if chars.ascii else np.repeat(chars.classes, chars.byte_lengths)
-        n = self.size = len(self.classes)
-        self.chars_before = self.valid_before = self.inside = None  # None: every byte is a valid character
-        if not chars.ascii:
-            char_start = np.zeros(n + 1, dtype=bool)
-            char_start[np.cumsum(chars.byte_lengths, dtype=np.int64) - chars.byte_lengths] = True
-            char_start[n] = True
-            self.inside = ~char_start  # the byte continues a character begun before it
-            self.chars_before = _before(char_start[:n])
-            if not chars.valid:
-                self.valid_before = _before(char_start[:n] & (self.classes != INVALID))
+def _resolve_inherited(classes: np.ndarray, document_starts: np.ndarray) -> np.ndarray:
+    """Combining characters take the class of the character before them, never across documents."""
+    marked = np.flatnonzero(classes == INHERITED)
+    if not len(marked):
+        return classes
+    classes = classes.copy()
+    classes[marked[document_starts[marked]]] = OTHER
+    marked = marked[~document_starts[marked]]
+    while len(marked):  # runs of combining characters resolve one position per pass
+        classes[marked] = classes[marked - 1]
+        marked = marked[classes[marked] == INHERITED]
+    return classes
 
 
 def _before(flags: np.ndarray) -> np.ndarray:
@@ -202,10 +215,10 @@ def _before(flags: np.ndarray) -> np.ndarray:
     return out
 
 
-def _token_classes(bytes_: _Bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+def _token_classes(batch: _Batch, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """``bpe.scripts.class_of_span`` of every token: its last byte's class, unless whitespace."""
-    last = bytes_.classes[ends - 1]
-    return np.where(last == WHITESPACE, bytes_.classes[starts], last).astype(np.int64)
+    last = batch.class_at(ends - 1)
+    return np.where(last == WHITESPACE, batch.class_at(starts), last).astype(np.int64)
 
 
 def measure_batch(
@@ -230,9 +243,7 @@ def measure_batch(
     names = sorted({source for source, _ in documents})
     source_index = {name: i for i, name in enumerate(names)}
     doc_sources = np.array([source_index[source] for source, _ in documents], dtype=np.int64)
-    texts = [decode(data) for _, data in documents]
-    chars = _Characters([t for t, _ in texts], valid=all(ok for _, ok in texts))
-    bytes_ = _Bytes(chars)
+    batch = _Batch([data for _, data in documents])
     size = len(names) * N_CLASSES
 
     counts = np.zeros((len(tokenizers), 4, size), dtype=np.int64)
@@ -241,21 +252,21 @@ def measure_batch(
         ids = np.concatenate(per_doc).astype(np.int64)
         lengths = tokenizer.lengths[ids]
         ends = np.cumsum(lengths)
-        if (ends[-1] if len(ends) else 0) != bytes_.size:
+        if (ends[-1] if len(ends) else 0) != batch.size:
             raise ValueError("the tokens do not spell the documents' bytes")
         if not len(ids):
             continue
         starts = ends - lengths
-        keys = _token_classes(bytes_, starts, ends)
+        keys = _token_classes(batch, starts, ends)
         if len(names) > 1:
             keys += np.repeat(doc_sources, [len(d) for d in per_doc]) * N_CLASSES
-        if bytes_.chars_before is None:
+        if batch.chars_before is None:
             characters, fallback = lengths, None
         else:
-            characters = bytes_.chars_before[ends] - bytes_.chars_before[starts]
-            valid = characters if bytes_.valid_before is None else bytes_.valid_before[ends] - bytes_.valid_before[starts]
+            characters = batch.chars_before[ends] - batch.chars_before[starts]
+            valid = characters if batch.valid_before is None else batch.valid_before[ends] - batch.valid_before[starts]
             # A token ending inside a character does not hold that (last begun) character whole.
-            fallback = (valid - bytes_.inside[ends]) <= 0
+            fallback = (valid - batch.inside[ends]) <= 0
         counts[t, Quantity.TOKENS] = np.bincount(keys, minlength=size)
         counts[t, Quantity.BYTES] = np.bincount(keys, weights=lengths, minlength=size)
         counts[t, Quantity.CHARACTERS] = np.bincount(keys, weights=characters, minlength=size)
@@ -263,7 +274,7 @@ def measure_batch(
             counts[t, Quantity.FALLBACK] = np.bincount(keys, weights=fallback, minlength=size)
         figures.token_counts[t] += np.bincount(ids, minlength=tokenizer.vocab_size)
 
-    words = _word_counts(chars, doc_sources, len(names))
+    words = _word_counts(batch, doc_sources, len(names))
     per_source_docs = np.bincount(doc_sources, minlength=len(names))
     for i, name in enumerate(names):
         figures.counts[name] = counts[:, :, i * N_CLASSES : (i + 1) * N_CLASSES].copy()
@@ -272,23 +283,26 @@ def measure_batch(
     return figures
 
 
-def _word_counts(chars: _Characters, doc_sources: np.ndarray, n_sources: int) -> np.ndarray:
+def _word_counts(batch: _Batch, doc_sources: np.ndarray, n_sources: int) -> np.ndarray:
     """Words per (source, class): runs of non-whitespace characters within a document."""
-    n = len(chars.classes)
-    space = chars.classes == WHITESPACE
+    classes = batch.classes
+    n = len(classes)
+    space = classes == WHITESPACE
     previous_space = np.empty(n, dtype=bool)
     previous_space[:1] = True
     previous_space[1:] = space[:-1]
-    word_starts = np.flatnonzero(~space & (previous_space | chars.document_starts))
-    if not len(word_starts):
-        return np.zeros((n_sources, N_CLASSES), dtype=np.int64)
-    # The first writing character at or after each position (n: none). Between one
-    # word's start and the next one's there is the word, then only whitespace.
-    writing = np.where(_IS_WRITING[chars.classes], np.arange(n, dtype=np.int32), np.int32(n))
-    first = np.minimum.accumulate(writing[::-1])[::-1][word_starts]
-    next_start = np.append(word_starts[1:], n)
-    found = first < next_start
-    keys = np.where(found, chars.classes[np.minimum(first, n - 1)], chars.classes[word_starts]).astype(np.int64)
+    word_starts = np.flatnonzero(~space & (previous_space | batch.document_starts))
+    keys = classes[word_starts].astype(np.int64)
+    # A word that does not start with a writing script takes its first writing
+    # character's class, if it has one before the next word's start (from one
+    # word's start to the next one's there is the word, then only whitespace).
+    late = np.flatnonzero(~_IS_WRITING[keys])
+    if len(late):
+        writing = np.append(np.flatnonzero(_IS_WRITING[classes]), n)
+        first = writing[np.searchsorted(writing, word_starts[late])]
+        next_start = np.append(word_starts, n)[late + 1]
+        found = first < next_start
+        keys[late[found]] = classes[first[found]]
     if n_sources > 1:
-        keys += np.repeat(doc_sources, chars.per_document)[word_starts] * N_CLASSES
+        keys += np.repeat(doc_sources, batch.per_document)[word_starts] * N_CLASSES
     return np.bincount(keys, minlength=n_sources * N_CLASSES).reshape(n_sources, N_CLASSES).astype(np.int64)
