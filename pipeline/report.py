@@ -54,8 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="jsonl key / Parquet column naming each document's source (default: its input file)",
     )
     parser.add_argument(
-        "--sample-documents", type=int, default=1000,
-        help="documents in the sample segmented three ways and shown in the visualizer (default 1000)",
+        "--sample-documents", type=int, default=200,
+        help="documents in the sample (their first 8 KB) segmented three ways and shown in the "
+        "visualizer (default 200)",
     )
     parser.add_argument(
         "--rare-below", type=int, default=10,

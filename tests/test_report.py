@@ -193,11 +193,30 @@ def test_vocabulary_use_equals_a_plain_count(generated, tokenizers):
 
 
 def sample_of(files, size):
+    """The sample: the documents with the smallest hashes of file and record, cut to 8 KB at a character."""
     keyed = sorted(
-        (hashlib.blake2b(f"{path}\0{record}".encode(), digest_size=8).digest(), path, record, data)
+        (hashlib.blake2b(f"{path}\0{record}".encode(), digest_size=8).digest(), path, record, cut(data))
         for path, record, data in documents(files)
     )
     return keyed[:size]
+
+
+def cut(data: bytes, limit: int = 8192) -> bytes:
+    if len(data) <= limit:
+        return data
+    end = limit
+    while data[end] & 0xC0 == 0x80:  # never split a character
+        end -= 1
+    return data[:end]
+
+
+def test_the_sample_keeps_whole_characters_of_long_documents():
+    from transforms.report_figures import SAMPLE_BYTES, sample_prefix
+
+    han = "中文".encode() * 2000
+    assert sample_prefix(han) == han[:SAMPLE_BYTES - SAMPLE_BYTES % 3]
+    assert sample_prefix(han).decode("utf-8") and len(sample_prefix(b"x" * 9000)) == SAMPLE_BYTES
+    assert sample_prefix(b"short") == b"short"
 
 
 def test_segmentation_on_the_sample_equals_brute_force(generated, tokenizers):

@@ -4,8 +4,9 @@ Documents are measured in batches by every tokenizer at once (each document is
 read once, decoded once and classified once; see ``transforms.report_figures``
 for the definitions), the batches' additive totals are merged by one
 CombineFn, and the merged result's sample (the documents with the smallest
-hash of file and record, so it does not depend on sharding) is segmented three
-ways and picked for the visualizer (``transforms.report_sample``).
+hash of file and record, so it does not depend on sharding) is spread over the
+workers again to be segmented three ways, and picked for the visualizer
+(``transforms.report_sample``).
 
 Tokenizers travel as their tokenizer.json contents, so workers need no access
 to the files and every worker measures exactly what the driver read.
@@ -87,8 +88,41 @@ class _MergeFiguresFn(beam.CombineFn):
         return accumulator
 
 
-class _SampleFiguresFn(beam.DoFn):
-    """The merged Figures -> the JSON-able measures, with the sample's segmentation and visualizer."""
+class _SegmentFn(beam.DoFn):
+    """A sample document -> int64 [tokenizer, class, SEGMENTATION_FIELDS]: its pieces counted three ways."""
+
+    def __init__(self, tokenizer_files, proven):
+        self._files, self._proven = tokenizer_files, proven
+
+    def setup(self):
+        self._segmenters = [Segmenter(tokenizer) for tokenizer in _load(self._files, self._proven)]
+
+    def process(self, document: bytes):
+        yield np.stack([segmenter.count([document]) for segmenter in self._segmenters])
+
+
+class _SumFn(beam.CombineFn):
+    """Adds arrays of one shape (zeros of that shape for no input)."""
+
+    def __init__(self, shape: tuple[int, ...]):
+        self._shape = shape
+
+    def create_accumulator(self):
+        return np.zeros(self._shape, dtype=np.int64)
+
+    def add_input(self, total, array):
+        total += array
+        return total
+
+    def merge_accumulators(self, totals):
+        return sum(totals, np.zeros(self._shape, dtype=np.int64))
+
+    def extract_output(self, total):
+        return total
+
+
+class _FinishFn(beam.DoFn):
+    """The merged Figures and the sample's segmentation -> the JSON-able measures, with the visualizer's documents."""
 
     def __init__(self, tokenizer_files, proven):
         self._files, self._proven = tokenizer_files, proven
@@ -96,11 +130,9 @@ class _SampleFiguresFn(beam.DoFn):
     def setup(self):
         self._tokenizers = _load(self._files, self._proven)
 
-    def process(self, figures: Figures):
-        documents = [data for *_, data in figures.sample]
-        segmentation = [Segmenter(tokenizer).count(documents) for tokenizer in self._tokenizers]
+    def process(self, figures: Figures, segmentation: np.ndarray):
         measures = figures_to_json(figures)
-        measures["segmentation"] = [table.tolist() for table in segmentation]
+        measures["segmentation"] = segmentation.tolist()
         measures["visualizer"] = visualizer_documents(figures.sample, self._tokenizers)
         yield measures
 
@@ -141,14 +173,15 @@ class MeasureTokenizers(beam.PTransform):
         gives its IDs (workers then use it without repeating the proof).
       source_field: the documents' source is their ``doc_id`` (the reader was
         given this field as the id field); None: their input file.
-      sample_documents: how many documents the sample holds.
+      sample_documents: how many documents the sample holds (the first
+        ``report_figures.SAMPLE_BYTES`` of each).
       batch_size: documents measured per call.
     """
 
     tokenizer_files: Sequence[bytes]
     tiktoken_proven: Sequence[bool] = ()
     source_field: str | None = None
-    sample_documents: int = 1000
+    sample_documents: int = 200
     batch_size: int = 256
 
     def __post_init__(self):
@@ -161,17 +194,20 @@ class MeasureTokenizers(beam.PTransform):
 
     def expand(self, documents):
         files, proven = self.tokenizer_files, self.tiktoken_proven
-        return (
+        merged = (
             documents
             | "Batch" >> beam.BatchElements(
                 min_batch_size=self.batch_size, max_batch_size=self.batch_size, record_metrics=False
             )
             | "Measure" >> beam.ParDo(_MeasureBatchFn(files, proven, self.source_field, self.sample_documents))
             | "Merge" >> beam.CombineGlobally(_MergeFiguresFn(self._vocab_sizes, self.sample_documents))
-            | "Sample" >> beam.ParDo(_SampleFiguresFn(files, proven))
         )
-
-
-def counts_array(measures: dict, source: str) -> np.ndarray:
-    """A source's counts as int64 [tokenizer, quantity, class]."""
-    return np.array(measures["sources"][source]["counts"], dtype=np.int64)
+        shape = (len(files), len(SCRIPTS), len(SEGMENTATION_FIELDS))
+        segmentation = (
+            merged
+            | "SampleDocuments" >> beam.FlatMap(lambda figures: [prefix for *_, prefix, _ in figures.sample])
+            | "SpreadSample" >> beam.Reshuffle()
+            | "Segment" >> beam.ParDo(_SegmentFn(files, proven))
+            | "SumSegmentation" >> beam.CombineGlobally(_SumFn(shape))
+        )
+        return merged | "Finish" >> beam.ParDo(_FinishFn(files, proven), beam.pvalue.AsSingleton(segmentation))

@@ -41,6 +41,8 @@ from bpe.tokenizer import Tokenizer
 __all__ = ["Figures", "MeasuredTokenizer", "Quantity", "measure_batch"]
 
 N_CLASSES = len(SCRIPTS)
+# The sample keeps at most this many bytes of each document (see sample_prefix).
+SAMPLE_BYTES = 8192
 WHITESPACE = SCRIPTS.index("whitespace")
 _IS_WRITING = np.zeros(256, dtype=bool)
 _IS_WRITING[list(WRITING)] = True
@@ -86,8 +88,8 @@ class Figures:
       documents: per source, the number of documents.
       token_counts: per tokenizer, how often each ID was produced (int64 [vocab]).
       sample: the ``sample_size`` documents with the smallest ``sample_key``, as
-        (key, source, file, record, bytes): a sample that does not depend on how
-        the corpus is sharded or read.
+        (key, source, file, record, first bytes (``sample_prefix``), length): a
+        sample that does not depend on how the corpus is sharded or read.
       sample_size: how many documents the sample keeps.
     """
 
@@ -95,7 +97,7 @@ class Figures:
     words: dict[str, np.ndarray]
     documents: dict[str, int]
     token_counts: list[np.ndarray]
-    sample: list[tuple[bytes, str, str, int, bytes]] = dataclasses.field(default_factory=list)
+    sample: list[tuple[bytes, str, str, int, bytes, int]] = dataclasses.field(default_factory=list)
     sample_size: int = 0
 
     @classmethod
@@ -105,7 +107,10 @@ class Figures:
     def offer(self, documents: Sequence[tuple[str, str, int, bytes]]) -> None:
         """Keeps those of the (source, file, record, bytes) whose keys are among the smallest."""
         if self.sample_size:
-            offered = [(sample_key(file, record), source, file, record, data) for source, file, record, data in documents]
+            offered = [
+                (sample_key(file, record), source, file, record, sample_prefix(data), len(data))
+                for source, file, record, data in documents
+            ]
             self.sample = heapq.nsmallest(self.sample_size, [*self.sample, *offered])
 
     def merge(self, other: "Figures") -> "Figures":
@@ -124,6 +129,17 @@ class Figures:
         self.sample_size = max(self.sample_size, other.sample_size)
         self.sample = heapq.nsmallest(self.sample_size, [*self.sample, *other.sample])
         return self
+
+
+def sample_prefix(data: bytes) -> bytes:
+    """The part of a document the sample keeps: its first SAMPLE_BYTES bytes, cut
+    before a UTF-8 continuation byte (10xxxxxx) so that no character is split."""
+    if len(data) <= SAMPLE_BYTES:
+        return data
+    cut = SAMPLE_BYTES
+    while cut > 0 and data[cut] & 0xC0 == 0x80:
+        cut -= 1
+    return data[:cut]
 
 
 def sample_key(file: str, record: int) -> bytes:

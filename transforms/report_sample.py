@@ -1,10 +1,12 @@
 """The report's figures on the sample: BPE against other segmentations, and the visualizer's documents.
 
-Pure (no Beam). For every pre-token piece of a sample document and every
+Pure (no Beam). The sample holds the first bytes of each sampled document
+(``report_figures.sample_prefix``), measured as documents of their own. For
+every pre-token piece of a sample document and every
 tokenizer: BPE's token count, greedy longest match's and the fewest possible
-(``bpe.segmentation``), all with the tokenizer's own vocabulary (special tokens
-left out) and its own pieces. A piece's script is ``bpe.scripts.class_of_span`` of its
-characters, as for tokens.
+(``bpe.segmentation``), all with the tokenizer's own vocabulary (special
+tokens left out) and its own pieces. A piece's script is
+``bpe.scripts.class_of_span`` of its characters, as for tokens.
 """
 
 from __future__ import annotations
@@ -78,21 +80,21 @@ def dominant_class(data: bytes) -> int:
 
 
 def visualizer_documents(
-    sample: Sequence[tuple[bytes, str, str, int, bytes]], tokenizers: Sequence[MeasuredTokenizer]
+    sample: Sequence[tuple[bytes, str, str, int, bytes, int]], tokenizers: Sequence[MeasuredTokenizer]
 ) -> list[dict]:
     """Up to DOCUMENTS_PER_SCRIPT sample documents per dominant script, each tokenized by every tokenizer.
 
-    A document longer than VISUALIZER_BYTES shows the tokens that end within
-    its first VISUALIZER_BYTES bytes (per tokenizer).
+    Each shows the tokens of its sample prefix (``report_figures.sample_prefix``)
+    that end within its first VISUALIZER_BYTES bytes (per tokenizer).
     """
     chosen: dict[int, list] = {}
-    for _, source, file, record, data in sample:
+    for _, source, file, record, data, length in sample:
         picked = chosen.setdefault(dominant_class(data), [])
         if len(picked) < DOCUMENTS_PER_SCRIPT and data:
-            picked.append((source, file, record, data))
+            picked.append((source, file, record, data, length))
     out = []
     for script in sorted(chosen):
-        for source, file, record, data in chosen[script]:
+        for source, file, record, data, length in chosen[script]:
             tokens = []
             for tokenizer in tokenizers:
                 ids = tokenizer.encode(data)
@@ -100,6 +102,6 @@ def visualizer_documents(
                 tokens.append(ids[ends <= VISUALIZER_BYTES].tolist())
             out.append(
                 {"script": SCRIPTS[script], "source": source, "file": file, "record": record,
-                 "bytes": len(data), "tokens": tokens}
+                 "bytes": length, "tokens": tokens}
             )
     return out
