@@ -57,32 +57,38 @@ class Vocabulary:
 
     def greedy(self, data: bytes) -> list[int]:
         """Greedy longest-match segmentation: the longest matching token, left to right."""
-        out, start = [], 0
-        while start < len(data):
-            end, token_id = self.matches(data, start)[-1]
-            out.append(token_id)
-            start = end
-        return out
+        return self.both(data)[0]
 
     def fewest(self, data: bytes) -> list[int]:
-        """A segmentation with the fewest tokens (exact: dynamic programming).
+        """A segmentation with the fewest tokens (exact: dynamic programming); see ``both``."""
+        return self.both(data)[1]
 
-        ``best[i]`` is the fewest tokens that spell ``data[i:]``; filled from the
-        end, each position takes the matching token whose rest is cheapest (the
-        longest such token on ties), so the result is deterministic.
+    def both(self, data: bytes) -> tuple[list[int], list[int]]:
+        """(greedy longest match, fewest tokens), from one scan of the matches.
+
+        Fewest tokens: ``best[i]`` is the fewest tokens that spell ``data[i:]``;
+        filled from the end, each position takes the matching token whose rest
+        is cheapest (the longest such token on ties), so the result is
+        deterministic.
         """
         n = len(data)
+        matches = [self.matches(data, start) for start in range(n)]
+        greedy, start = [], 0
+        while start < n:
+            end, token_id = matches[start][-1]
+            greedy.append(token_id)
+            start = end
         best = [0] * (n + 1)
         choice: list[tuple[int, int]] = [(0, 0)] * n
         for start in range(n - 1, -1, -1):
-            cost, pick = n + 1, (start + 1, data[start])
-            for end, token_id in self.matches(data, start):
+            cost, pick = n + 1, matches[start][0]
+            for end, token_id in matches[start]:
                 if best[end] + 1 <= cost:
                     cost, pick = best[end] + 1, (end, token_id)
             best[start], choice[start] = cost, pick
-        out, start = [], 0
+        fewest, start = [], 0
         while start < n:
             end, token_id = choice[start]
-            out.append(token_id)
+            fewest.append(token_id)
             start = end
-        return out
+        return greedy, fewest

@@ -59,7 +59,8 @@ def _num(value, kind: str = "ratio") -> str:
 def _table(table_id: str, caption: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(cells) + "</tr>" for cells in rows)
-    return f'<table id="{table_id}"><caption>{escape(caption)}</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    return (f'<table id="{table_id}"><caption>{escape(caption)}</caption>'
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 
 def _text(value: str) -> str:
@@ -70,39 +71,56 @@ def _token_cell(entry: dict) -> str:
     return f'<td><code class="tokentext">{escape(entry["text"])}</code></td>'
 
 
+# Table columns: (header, report.json key, how the number is shown).
+COMPRESSION = (
+    ("bytes", "bytes", "int"), ("characters", "characters", "int"), ("words", "words", "int"),
+    ("tokens", "tokens", "int"), ("bytes/token", "bytes_per_token", "ratio"),
+    ("chars/token", "characters_per_token", "ratio"), ("tokens/word", "tokens_per_word", "ratio"),
+    ("byte fallback", "fallback_share", "share"),
+)
+SOURCES = (("documents", "documents", "int"), *COMPRESSION)
+SEGMENTATION = (
+    ("pieces", "pieces", "int"), ("bytes", "bytes", "int"), ("BPE", "bpe", "int"), ("greedy", "greedy", "int"),
+    ("fewest", "fewest", "int"), ("BPE over fewest", "bpe_over_fewest_percent", "percent"),
+    ("greedy over fewest", "greedy_over_fewest_percent", "percent"),
+)
+
+
+def _rows_table(table_id: str, caption: str, label: str, rows: Sequence[tuple[str, dict]], columns) -> str:
+    """A table of (row label, report.json entry) with the given columns."""
+    cells = [[_text(name), *(_num(entry[key], kind) for _, key, kind in columns)] for name, entry in rows]
+    return _table(table_id, caption, [label, *(header for header, _, _ in columns)], cells)
+
+
 def _per_script(report: dict) -> str:
     tokenizers = report["tokenizers"]
     scripts = [row["script"] for row in tokenizers[0]["by_script"]]
-    parts = []
-    for t, tok in enumerate(tokenizers):
-        rows = [[_text(r["script"]), _num(r["bytes"], "int"), _num(r["characters"], "int"), _num(r["words"], "int"),
-                 _num(r["tokens"], "int"), _num(r["bytes_per_token"]), _num(r["characters_per_token"]),
-                 _num(r["tokens_per_word"]), _num(r["fallback_share"], "share")] for r in tok["by_script"]]
-        total = tok["total"]
-        rows.append([_text("all"), _num(total["bytes"], "int"), _num(total["characters"], "int"), _num(total["words"], "int"),
-                     _num(total["tokens"], "int"), _num(total["bytes_per_token"]), _num(total["characters_per_token"]),
-                     _num(total["tokens_per_word"]), _num(total["fallback_share"], "share")])
-        parts.append(_table(f"script-{t}", f"{tok['name']}: compression per script", ["script", "bytes", "characters", "words", "tokens",
-                            "bytes/token", "chars/token", "tokens/word", "byte fallback"], rows))
-    for key, title in (("bytes_per_token", "Bytes per token, per script"), ("tokens_per_word", "Tokens per word, per script"),
+    parts = [
+        _rows_table(f"script-{t}", f"{tok['name']}: compression per script", "script",
+                    [*((r["script"], r) for r in tok["by_script"]), ("all", tok["total"])], COMPRESSION)
+        for t, tok in enumerate(tokenizers)
+    ]
+    for key, title in (("bytes_per_token", "Bytes per token, per script"),
+                       ("tokens_per_word", "Tokens per word, per script"),
                        ("fallback_share", "Share of byte-level fallback tokens, per script")):
-        series = [(tok["name"], [next((r[key] for r in tok["by_script"] if r["script"] == s), None) for s in scripts])
-                  for tok in tokenizers]
+        series = [(tok["name"], [_lookup(tok["by_script"], "script", s, key) for s in scripts]) for tok in tokenizers]
         parts.append(bar_chart(title, scripts, series))
     return "".join(parts)
+
+
+def _lookup(rows: Sequence[dict], field: str, value: str, key: str):
+    return next((r[key] for r in rows if r[field] == value), None)
 
 
 def _per_source(report: dict) -> str:
     tokenizers = report["tokenizers"]
     names = [r["source"] for r in tokenizers[0]["by_source"]]
     shown = [display_source(s, names) for s in names]
-    parts = []
-    for t, tok in enumerate(tokenizers):
-        rows = [[_text(display_source(r["source"], names)), _num(r["documents"], "int"), _num(r["bytes"], "int"),
-                 _num(r["tokens"], "int"), _num(r["bytes_per_token"]), _num(r["characters_per_token"]),
-                 _num(r["tokens_per_word"])] for r in tok["by_source"]]
-        parts.append(_table(f"source-{t}", f"{tok['name']}: compression per source", ["source", "documents", "bytes", "tokens",
-                            "bytes/token", "chars/token", "tokens/word"], rows))
+    parts = [
+        _rows_table(f"source-{t}", f"{tok['name']}: compression per source", "source",
+                    list(zip(shown, tok["by_source"])), SOURCES)
+        for t, tok in enumerate(tokenizers)
+    ]
     series = [(tok["name"], [r["bytes_per_token"] for r in tok["by_source"]]) for tok in tokenizers]
     parts.append(bar_chart("Bytes per token, per source", shown, series))
     return "".join(parts)
@@ -112,48 +130,55 @@ def _comparison(report: dict) -> str:
     tokenizers = report["tokenizers"]
     if len(tokenizers) < 2:
         return '<p class="note">One tokenizer: give --tokenizer more than once to compare them side by side.</p>'
-    headers = ["script", "bytes", *(f"{t['name']} tokens" for t in tokenizers), *(f"{t['name']} vs {tokenizers[0]['name']}" for t in tokenizers[1:])]
+    first = tokenizers[0]["name"]
+    headers = ["script", "bytes", *(f"{t['name']} tokens" for t in tokenizers),
+               *(f"{t['name']} vs {first}" for t in tokenizers[1:])]
     rows = [[_text(r["script"]), _num(r["bytes"], "int"), *(_num(n, "int") for n in r["tokens"]),
              *(_num(d, "percent") for d in r["difference_percent"][1:])] for r in report["comparison"]]
     scripts = [r["script"] for r in report["comparison"]]
-    series = [(f"{t['name']} vs {tokenizers[0]['name']}", [r["difference_percent"][i] for r in report["comparison"]])
+    series = [(f"{t['name']} vs {first}", [r["difference_percent"][i] for r in report["comparison"]])
               for i, t in enumerate(tokenizers) if i]
-    return (_table("comparison", "Tokens per script, side by side (difference in percent of the first tokenizer's)", headers, rows)
-            + bar_chart("Token count difference per script, percent", scripts, series))
+    caption = "Tokens per script, side by side (difference in percent of the first tokenizer's)"
+    return _table("comparison", caption, headers, rows) + bar_chart("Token count difference per script, percent", scripts, series)
+
+
+def _token_list(table_id: str, caption: str, entries: Sequence[dict], with_count: bool) -> str:
+    rows = [[_num(e["id"], "int"), _token_cell(e), _text(e["hex"]), *([_num(e["count"], "int")] if with_count else [])]
+            for e in entries[:LIST_ROWS]]
+    more = f" (first {LIST_ROWS} of {len(entries):,}; all in report.json)" if len(entries) > LIST_ROWS else ""
+    return _table(table_id, caption + more, ["ID", "token", "bytes", *(["count"] if with_count else [])], rows)
 
 
 def _vocabulary(report: dict) -> str:
     tokenizers = report["tokenizers"]
-    parts = [loglog_chart("Token frequency: rank against count", [(t["name"], t["vocabulary"]["rank_frequency"]) for t in tokenizers])]
+    curves = [(t["name"], t["vocabulary"]["rank_frequency"]) for t in tokenizers]
+    parts = [loglog_chart("Token frequency: rank against count", curves)]
     for t, tok in enumerate(tokenizers):
-        use = tok["vocabulary"]
-        parts.append(f"<h3>{escape(tok['name'])}</h3><p>{use['produced']:,} of {use['ordinary_tokens']:,} ordinary tokens were produced; "
-                     f"{use['never_produced']['count']:,} never, {use['rare']['count']:,} fewer than {use['rare']['below']:,} times.</p>")
-        for key, caption, with_count in (("never_produced", "never produced", False), ("rare", f"produced fewer than {use['rare']['below']} times", True)):
-            entries = use[key]["tokens"]
-            rows = [[_num(e["id"], "int"), _token_cell(e), _text(e["hex"]), *([_num(e["count"], "int")] if with_count else [])]
-                    for e in entries[:LIST_ROWS]]
-            more = f" (first {LIST_ROWS} of {len(entries):,}; all in report.json)" if len(entries) > LIST_ROWS else ""
-            parts.append(_table(f"{key}-{t}", f"Tokens {caption}{more}", ["ID", "token", "bytes", *(["count"] if with_count else [])], rows))
-        rows = [[_num(e["id"], "int"), _token_cell(e), _num(e["length"], "int"), _num(e["count"], "int")] for e in use["longest"]]
+        use, below = tok["vocabulary"], tok["vocabulary"]["rare"]["below"]
+        parts.append(f"<h3>{escape(tok['name'])}</h3><p>{use['produced']:,} of {use['ordinary_tokens']:,} ordinary "
+                     f"tokens were produced; {use['never_produced']['count']:,} never, {use['rare']['count']:,} "
+                     f"fewer than {below:,} times.</p>")
+        parts.append(_token_list(f"never_produced-{t}", "Tokens never produced", use["never_produced"]["tokens"], False))
+        parts.append(_token_list(f"rare-{t}", f"Tokens produced fewer than {below} times", use["rare"]["tokens"], True))
+        rows = [[_num(e["id"], "int"), _token_cell(e), _num(e["length"], "int"), _num(e["count"], "int")]
+                for e in use["longest"]]
         parts.append(_table(f"longest-{t}", "Longest tokens", ["ID", "token", "bytes", "count"], rows))
     return "".join(parts)
 
 
 def _segmentation(report: dict) -> str:
-    parts = [f'<p class="note">On the sample of {report["corpus"]["sample_documents"]:,} documents, within the same '
-             "pre-token pieces: BPE's tokens, greedy longest match's, and the fewest possible with the same vocabulary.</p>"]
+    parts = [f'<p class="note">On the sample of {report["corpus"]["sample_documents"]:,} documents (the first 8 KB '
+             "of each), within the same pre-token pieces: BPE's tokens, greedy longest match's, and the fewest "
+             "possible with the same vocabulary.</p>"]
     for t, tok in enumerate(report["tokenizers"]):
         seg = tok["segmentation"]
-        rows = [[_text(r["script"]), _num(r["pieces"], "int"), _num(r["bytes"], "int"), _num(r["bpe"], "int"), _num(r["greedy"], "int"),
-                 _num(r["fewest"], "int"), _num(r["bpe_over_fewest_percent"], "percent"), _num(r["greedy_over_fewest_percent"], "percent")]
-                for r in [*seg["by_script"], {"script": "all", **seg["total"]}]]
-        parts.append(_table(f"segmentation-{t}", f"{tok['name']}: BPE against greedy and fewest tokens", ["script", "pieces", "bytes",
-                            "BPE", "greedy", "fewest", "BPE over fewest", "greedy over fewest"], rows))
+        rows = [*((r["script"], r) for r in seg["by_script"]), ("all", seg["total"])]
+        parts.append(_rows_table(f"segmentation-{t}", f"{tok['name']}: BPE against greedy and fewest tokens",
+                                 "script", rows, SEGMENTATION))
         scripts = [r["script"] for r in seg["by_script"]]
-        parts.append(bar_chart(f"{tok['name']}: tokens over the fewest possible, percent", scripts,
-                               [("BPE", [r["bpe_over_fewest_percent"] for r in seg["by_script"]]),
-                                ("greedy", [r["greedy_over_fewest_percent"] for r in seg["by_script"]])]))
+        series = [("BPE", [r["bpe_over_fewest_percent"] for r in seg["by_script"]]),
+                  ("greedy", [r["greedy_over_fewest_percent"] for r in seg["by_script"]])]
+        parts.append(bar_chart(f"{tok['name']}: tokens over the fewest possible, percent", scripts, series))
     return "".join(parts)
 
 
@@ -172,12 +197,12 @@ def _token_span(tokenizer: Tokenizer, token_id: int, index: int) -> str:
 
 
 def _visualizer(report: dict, tokenizers: Sequence[Tokenizer]) -> str:
-    parts = ['<p class="note">Sample documents by script, token boundaries coloured; hover a token for its ID and bytes. '
-             "Bytes that are not whole UTF-8 characters on their own are shown as \\xNN.</p>"]
+    parts = ['<p class="note">Sample documents by script, token boundaries coloured; hover a token for its ID '
+             "and bytes. Bytes that are not whole UTF-8 characters on their own are shown as \\xNN.</p>"]
     names = [d["source"] for d in report["visualizer"]]
     for d, doc in enumerate(report["visualizer"]):
-        parts.append(f'<h3>{escape(doc["script"])}: {escape(display_source(doc["source"], names))}, record {doc["record"]:,} '
-                     f'({doc["bytes"]:,} bytes)</h3>')
+        source = display_source(doc["source"], names)
+        parts.append(f'<h3>{escape(doc["script"])}: {escape(source)}, record {doc["record"]:,} ({doc["bytes"]:,} bytes)</h3>')
         for t, (tok, ids) in enumerate(zip(report["tokenizers"], doc["tokens"])):
             spans = "".join(_token_span(tokenizers[t], i, n) for n, i in enumerate(ids))
             parts.append(f'<div class="note">{escape(tok["name"])}: {len(ids):,} tokens shown</div>'
@@ -208,23 +233,30 @@ def _tokenizer_data(report: dict, tokenizers: Sequence[Tokenizer]) -> list[dict]
 
 
 def _live_box(report: dict) -> str:
-    rows = "".join(f'<div class="live-row" id="live-{t}"><h3>{escape(tok["name"])}: <span class="live-count"></span></h3>'
-                   f'<div class="live-status note"></div><div class="doc live-tokens"></div></div>'
+    rows = "".join(f'<div class="live-row" id="live-{t}"><h3>{escape(tok["name"])}: <span class="live-count"></span>'
+                   '</h3><div class="live-status note"></div><div class="doc live-tokens"></div></div>'
                    for t, tok in enumerate(report["tokenizers"]))
-    return ('<noscript><p class="note">The live box needs JavaScript; everything else on this page works without it.</p></noscript>'
-            '<textarea id="live-input" spellcheck="false">Type or paste text here: Привет, 世界! def f(x): return x**2</textarea>' + rows)
+    return ('<noscript><p class="note">The live box needs JavaScript; everything else on this page works without '
+            'it.</p></noscript><textarea id="live-input" spellcheck="false">Type or paste text here: Привет, 世界! '
+            "def f(x): return x**2</textarea>" + rows)
+
+
+def _tokenizers_table(report: dict) -> str:
+    rows = [[_text(t["name"]), _num(t["vocab_size"], "int"), _text(t["pattern_preset"] or "custom"),
+             _num(t["total"]["tokens"], "int"), _num(t["total"]["bytes_per_token"]),
+             _num(t["total"]["tokens_per_word"]), _text(t["sha256"] or "")] for t in report["tokenizers"]]
+    headers = ["name", "vocab size", "pattern", "tokens", "bytes/token", "tokens/word", "SHA-256"]
+    return _table("tokenizers-table", "The tokenizers measured", headers, rows)
 
 
 def render_page(report: dict, tokenizers: Sequence[Tokenizer]) -> str:
     """The whole page as one HTML string."""
     corpus = report["corpus"]
     summary = (f"{corpus['documents']:,} documents, {corpus['bytes']:,} bytes, {corpus['characters']:,} characters, "
-               f"{corpus['words']:,} words from {corpus['sources']:,} sources; {corpus['dead_letters']:,} records could not be read.")
-    tok_rows = [[_text(t["name"]), _num(t["vocab_size"], "int"), _text(t["pattern_preset"] or "custom"), _num(t["total"]["tokens"], "int"),
-                 _num(t["total"]["bytes_per_token"]), _num(t["total"]["tokens_per_word"]), _text(t["sha256"] or "")] for t in report["tokenizers"]]
+               f"{corpus['words']:,} words from {corpus['sources']:,} sources; {corpus['dead_letters']:,} records "
+               "could not be read.")
     sections = [
-        ("tokenizers", "Tokenizers", _table("tokenizers-table", "The tokenizers measured", ["name", "vocab size", "pattern", "tokens",
-                                             "bytes/token", "tokens/word", "SHA-256"], tok_rows)),
+        ("tokenizers", "Tokenizers", _tokenizers_table(report)),
         ("scripts", "Compression per script", _per_script(report)),
         ("sources", "Compression per source", _per_source(report)),
         ("compare", "Side by side", _comparison(report)),
@@ -234,12 +266,13 @@ def render_page(report: dict, tokenizers: Sequence[Tokenizer]) -> str:
         ("live", "Live box", _live_box(report)),
     ]
     body = "".join(f'<section id="{sid}"><h2>{escape(title)}</h2>{html}</section>' for sid, title, html in sections)
+    # The policy forbids every request: nothing on the page can reach the network.
+    policy = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
     return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
-        "style-src 'unsafe-inline'; img-src data:\">"
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
         f"<title>beam-bpe report</title><style>{_asset('report.css')}</style></head><body>"
-        f'<h1>beam-bpe report</h1><p>{escape(summary)}</p>{body}'
+        f"<h1>beam-bpe report</h1><p>{escape(summary)}</p>{body}"
         f"{_json_script('report-data', report)}{_json_script('tokenizer-data', _tokenizer_data(report, tokenizers))}"
         f"<script>{_asset('report.js')}</script></body></html>\n"
     )

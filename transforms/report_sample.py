@@ -64,7 +64,8 @@ class Segmenter:
         found = self._seen.get(piece)
         if found is None:
             script = class_of_span(classify(decode(piece)[0]))
-            found = (script, len(self.vocabulary.greedy(piece)), len(self.vocabulary.fewest(piece)))
+            greedy, fewest = self.vocabulary.both(piece)
+            found = (script, len(greedy), len(fewest))
             self._seen[piece] = found
         return found
 
