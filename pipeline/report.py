@@ -70,7 +70,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     args.input = [_absolute(pattern) for pattern in args.input]
     args.output = _absolute(args.output)
     tokenizer_paths = [_absolute(path) for path in args.tokenizer]
-    tokenizers, files = _check_arguments(args, tokenizer_paths)
+    tokenizers = _check_arguments(args, tokenizer_paths)
     # The proof that tiktoken gives our IDs is O(vocabulary): once here, not per worker.
     proven = [tokenizer.fast_encoder()[0] is not None for tokenizer in tokenizers]
     staging = FileSystems.join(args.output, STAGING_DIR)
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
             args.input, format=args.format, text_field=args.text_field, id_field=args.source_field
         )
         measures = read.documents | "Measure" >> MeasureTokenizers(
-            files, tiktoken_proven=proven, source_field=args.source_field,
+            tokenizer_paths, tiktoken_proven=proven, source_field=args.source_field,
             sample_documents=args.sample_documents,
         )
         _ = (
@@ -136,8 +136,8 @@ def _refuse_unknown_flags(beam_args: list[str]) -> None:
         raise UserError(f"unknown argument {unknown[0]} (neither a report flag nor a Beam pipeline option)")
 
 
-def _check_arguments(args: argparse.Namespace, paths: list[str]) -> tuple[list[Tokenizer], list[bytes]]:
-    """Fails before the job on any user mistake; returns the tokenizers and their files' bytes."""
+def _check_arguments(args: argparse.Namespace, paths: list[str]) -> list[Tokenizer]:
+    """Fails before the job on any user mistake; returns the tokenizers."""
     if args.format not in FORMATS:
         raise UserError(f"unknown --format {args.format!r} (choose from {', '.join(FORMATS)})")
     if args.sample_documents < 0:
@@ -146,26 +146,19 @@ def _check_arguments(args: argparse.Namespace, paths: list[str]) -> tuple[list[T
         raise UserError(f"--rare-below must be 1 or more, not {args.rare_below}")
     if args.source_field is not None and args.format == "text":
         raise UserError("--source-field needs jsonl or parquet input (text lines have no fields)")
-    tokenizers, files = [], []
+    tokenizers = []
     for path in paths:
-        file_path = os.path.join(path, "tokenizer.json") if os.path.isdir(path) else path
         try:
-            tokenizer = Tokenizer.load(path)
-            with open(file_path, "rb") as f:
-                data = f.read()
+            tokenizers.append(Tokenizer.load(path))
         except TokenizerFileError as e:
             raise UserError(str(e)) from None
-        except OSError as e:
-            raise UserError(f"cannot read tokenizer file {file_path}: {e.strerror}") from None
-        tokenizers.append(tokenizer)
-        files.append(data)
     try:
         match_inputs(args.input)
     except FileNotFoundError as e:
         raise UserError(str(e)) from None
     if os.path.exists(args.output) and not os.path.isdir(args.output):
         raise UserError(f"--output {args.output} exists and is not a directory")
-    return tokenizers, files
+    return tokenizers
 
 
 def read_measures(staging: str) -> dict:
@@ -202,7 +195,7 @@ def _write_atomically(path: str, text: str) -> None:
 
 def publish(output_dir: str, report: dict, page: str) -> None:
     """Writes report.json, then index.html, each atomically (a temporary file, then a rename)."""
-    _write_atomically(os.path.join(output_dir, REPORT_FILE), json.dumps(report, indent=1) + "\n")
+    _write_atomically(os.path.join(output_dir, REPORT_FILE), json.dumps(report, separators=(",", ":")) + "\n")
     _write_atomically(os.path.join(output_dir, PAGE_FILE), page)
     shutil.rmtree(os.path.join(output_dir, STAGING_DIR), ignore_errors=True)
 

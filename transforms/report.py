@@ -8,20 +8,27 @@ hash of file and record, so it does not depend on sharding) is spread over the
 workers again to be segmented three ways, and picked for the visualizer
 (``transforms.report_sample``).
 
-Tokenizers travel as their tokenizer.json contents, so workers need no access
-to the files and every worker measures exactly what the driver read.
+Workers read the tokenizer files themselves (any Beam filesystem) and check
+each one's SHA-256 against the one the driver read, so a file replaced while
+the job runs cannot mix two tokenizers into one report. A worker process loads
+them once for all its steps (``apache_beam.utils.shared``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from typing import Sequence
 
 import apache_beam as beam
 import numpy as np
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.utils import shared
 
 from bpe.scripts import SCRIPTS
-from bpe.tokenizer import Tokenizer
+from bpe.tokenizer import FILE_NAME, Tokenizer
 from transforms import metrics
 from transforms.report_figures import Figures, MeasuredTokenizer, measure_batch
 from transforms.report_sample import SEGMENTATION_FIELDS, Segmenter, visualizer_documents
@@ -29,23 +36,56 @@ from transforms.report_sample import SEGMENTATION_FIELDS, Segmenter, visualizer_
 __all__ = ["MeasureTokenizers", "figures_to_json"]
 
 
-def _load(tokenizer_files: Sequence[bytes], proven: Sequence[bool]) -> list[MeasuredTokenizer]:
-    return [
-        MeasuredTokenizer(Tokenizer.from_json(data), proven=ok) for data, ok in zip(tokenizer_files, proven)
-    ]
+def read_file(path: str) -> bytes:
+    """A tokenizer.json's bytes from any Beam filesystem (a directory means the file inside it)."""
+    file_path = path if path.endswith(".json") else FileSystems.join(path, FILE_NAME)
+    with FileSystems.open(file_path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        return f.read()
+
+
+class _Loaded(list):
+    """The measured tokenizers of one worker process (a list that ``Shared`` can hold)."""
+
+
+class _Tokenizers:
+    """Which tokenizers a job measures, and how a worker loads them once.
+
+    Args:
+      paths: the tokenizer files or directories.
+      sha256: the SHA-256 of each file as the driver read it.
+      proven: per tokenizer, whether the driver proved tiktoken's core gives its IDs.
+    """
+
+    def __init__(self, paths: Sequence[str], sha256: Sequence[str], proven: Sequence[bool]):
+        self.paths, self.sha256, self.proven = list(paths), list(sha256), list(proven)
+        self._shared = shared.Shared()
+
+    def load(self) -> list[MeasuredTokenizer]:
+        return self._shared.acquire(self._read, tag="|".join(self.sha256))
+
+    def _read(self) -> _Loaded:
+        loaded = _Loaded()
+        for path, sha256, proven in zip(self.paths, self.sha256, self.proven):
+            tokenizer = Tokenizer.from_json(read_file(path), source=path)
+            if tokenizer.sha256 != sha256:
+                raise RuntimeError(
+                    f"tokenizer {path} changed while the job ran: SHA-256 {tokenizer.sha256}, the job started with {sha256}"
+                )
+            loaded.append(MeasuredTokenizer(tokenizer, proven=proven))
+        return loaded
 
 
 class _MeasureBatchFn(beam.DoFn):
     """A batch of Documents -> one Figures of their totals (and sample candidates)."""
 
-    def __init__(self, tokenizer_files, proven, source_field: str | None, sample_size: int):
-        self._files, self._proven = tokenizer_files, proven
+    def __init__(self, tokenizers: _Tokenizers, source_field: str | None, sample_size: int):
+        self._spec = tokenizers
         self._source_field, self._sample_size = source_field, sample_size
         self._documents = metrics.counter("report", "documents")
         self._bytes = metrics.counter("report", "bytes")
 
     def setup(self):
-        self._tokenizers = _load(self._files, self._proven)
+        self._tokenizers = self._spec.load()
 
     def _source(self, doc) -> str:
         if self._source_field is None:
@@ -91,11 +131,11 @@ class _MergeFiguresFn(beam.CombineFn):
 class _SegmentFn(beam.DoFn):
     """A sample document -> int64 [tokenizer, class, SEGMENTATION_FIELDS]: its pieces counted three ways."""
 
-    def __init__(self, tokenizer_files, proven):
-        self._files, self._proven = tokenizer_files, proven
+    def __init__(self, tokenizers: _Tokenizers):
+        self._spec = tokenizers
 
     def setup(self):
-        self._segmenters = [Segmenter(tokenizer) for tokenizer in _load(self._files, self._proven)]
+        self._segmenters = [Segmenter(tokenizer) for tokenizer in self._spec.load()]
 
     def process(self, document: bytes):
         yield np.stack([segmenter.count([document]) for segmenter in self._segmenters])
@@ -124,11 +164,11 @@ class _SumFn(beam.CombineFn):
 class _FinishFn(beam.DoFn):
     """The merged Figures and the sample's segmentation -> the JSON-able measures, with the visualizer's documents."""
 
-    def __init__(self, tokenizer_files, proven):
-        self._files, self._proven = tokenizer_files, proven
+    def __init__(self, tokenizers: _Tokenizers):
+        self._spec = tokenizers
 
     def setup(self):
-        self._tokenizers = _load(self._files, self._proven)
+        self._tokenizers = self._spec.load()
 
     def process(self, figures: Figures, segmentation: np.ndarray):
         measures = figures_to_json(figures)
@@ -168,7 +208,9 @@ class MeasureTokenizers(beam.PTransform):
     Counters: ``report.documents``, ``report.bytes``.
 
     Args:
-      tokenizer_files: the tokenizer.json contents of the tokenizers, in report order.
+      tokenizer_paths: the tokenizers (tokenizer.json or a directory holding
+        it; any Beam filesystem), in report order. Read here once for their
+        SHA-256 and size; workers read them again and check the SHA-256.
       tiktoken_proven: per tokenizer, whether the driver proved tiktoken's core
         gives its IDs (workers then use it without repeating the proof).
       source_field: the documents' source is their ``doc_id`` (the reader was
@@ -178,7 +220,7 @@ class MeasureTokenizers(beam.PTransform):
       batch_size: documents measured per call.
     """
 
-    tokenizer_files: Sequence[bytes]
+    tokenizer_paths: Sequence[str]
     tiktoken_proven: Sequence[bool] = ()
     source_field: str | None = None
     sample_documents: int = 200
@@ -186,28 +228,35 @@ class MeasureTokenizers(beam.PTransform):
 
     def __post_init__(self):
         super().__init__()
-        if not self.tokenizer_files:
+        if not self.tokenizer_paths:
             raise ValueError("MeasureTokenizers needs at least one tokenizer")
-        self.tokenizer_files = [bytes(data) for data in self.tokenizer_files]
-        self.tiktoken_proven = list(self.tiktoken_proven) or [False] * len(self.tokenizer_files)
-        self._vocab_sizes = [Tokenizer.from_json(data).vocab_size for data in self.tokenizer_files]
+        files = [read_file(path) for path in self.tokenizer_paths]
+        proven = list(self.tiktoken_proven) or [False] * len(files)
+        self._tokenizers = _Tokenizers(self.tokenizer_paths, [hashlib.sha256(f).hexdigest() for f in files], proven)
+        self._vocab_sizes = [_vocab_size(f) for f in files]
 
     def expand(self, documents):
-        files, proven = self.tokenizer_files, self.tiktoken_proven
+        tokenizers = self._tokenizers
         merged = (
             documents
             | "Batch" >> beam.BatchElements(
                 min_batch_size=self.batch_size, max_batch_size=self.batch_size, record_metrics=False
             )
-            | "Measure" >> beam.ParDo(_MeasureBatchFn(files, proven, self.source_field, self.sample_documents))
+            | "Measure" >> beam.ParDo(_MeasureBatchFn(tokenizers, self.source_field, self.sample_documents))
             | "Merge" >> beam.CombineGlobally(_MergeFiguresFn(self._vocab_sizes, self.sample_documents))
         )
-        shape = (len(files), len(SCRIPTS), len(SEGMENTATION_FIELDS))
+        shape = (len(self._vocab_sizes), len(SCRIPTS), len(SEGMENTATION_FIELDS))
         segmentation = (
             merged
             | "SampleDocuments" >> beam.FlatMap(lambda figures: [prefix for *_, prefix, _ in figures.sample])
             | "SpreadSample" >> beam.Reshuffle()
-            | "Segment" >> beam.ParDo(_SegmentFn(files, proven))
+            | "Segment" >> beam.ParDo(_SegmentFn(tokenizers))
             | "SumSegmentation" >> beam.CombineGlobally(_SumFn(shape))
         )
-        return merged | "Finish" >> beam.ParDo(_FinishFn(files, proven), beam.pvalue.AsSingleton(segmentation))
+        return merged | "Finish" >> beam.ParDo(_FinishFn(tokenizers), beam.pvalue.AsSingleton(segmentation))
+
+
+def _vocab_size(tokenizer_file: bytes) -> int:
+    """The vocabulary size a tokenizer.json declares (its vocab and its added tokens)."""
+    spec = json.loads(tokenizer_file)
+    return len(spec["model"]["vocab"]) + len(spec.get("added_tokens") or [])
