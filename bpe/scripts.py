@@ -96,15 +96,12 @@ def code_point_classes() -> bytes:
     """One byte per code point 0..U+10FFFF: its class index (``INHERITED`` for
     combining characters, which take the class of the character before them)."""
     table = bytearray([OTHER]) * 0x110000
-    assigned = bytearray(0x110000)
     everything = "".join(map(chr, range(0x110000)))
-    for index, chars in _RULES:
+    # The last rule first: an earlier rule overwrites a later one where both match.
+    for index, chars in reversed(_RULES):
         for match in regex.finditer(chars + "+", everything):
             start, end = match.span()
-            for cp in range(start, end):
-                if not assigned[cp]:
-                    assigned[cp] = 1
-                    table[cp] = index
+            table[start:end] = bytes([index]) * (end - start)
     return bytes(table)
 
 

@@ -226,8 +226,9 @@ def _resolve_inherited(classes: np.ndarray, document_starts: np.ndarray) -> np.n
 
 def _before(flags: np.ndarray) -> np.ndarray:
     """out[i] = flags[:i].sum(), for i in 0..len(flags)."""
-    out = np.zeros(len(flags) + 1, dtype=np.int64)
-    np.cumsum(flags, out=out[1:])
+    dtype = np.int32 if len(flags) < 2**31 - 1 else np.int64
+    out = np.zeros(len(flags) + 1, dtype=dtype)
+    np.add.accumulate(flags.view(np.uint8), dtype=dtype, out=out[1:])
     return out
 
 
