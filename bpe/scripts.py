@@ -36,7 +36,10 @@ from functools import lru_cache
 
 import regex
 
-__all__ = ["SCRIPTS", "WRITING", "INHERITED", "INVALID", "OTHER", "WHITESPACE", "classify", "code_point_classes", "runs", "class_of_span", "class_of_text"]
+__all__ = [
+    "SCRIPTS", "WRITING", "INHERITED", "INVALID", "OTHER", "WHITESPACE",
+    "classify", "code_point_classes", "runs", "class_of_span", "class_of_text",
+]
 
 # Named writing scripts: (class name, the regex class of its characters).
 _NAMED = (

@@ -54,7 +54,8 @@ def rank_frequency(counts: np.ndarray) -> list[list[int]]:
     if not n:
         return []
     ranks = set(range(1, min(n, RANK_FREQUENCY_DENSE) + 1))
-    ranks.update(int(r) for r in np.unique(np.round(np.logspace(0, np.log10(n), RANK_FREQUENCY_PER_DECADE * max(1, int(np.log10(n)) + 1)))))
+    points = RANK_FREQUENCY_PER_DECADE * max(1, int(np.log10(n)) + 1)
+    ranks.update(int(r) for r in np.unique(np.round(np.logspace(0, np.log10(n), points))))
     ranks.add(n)
     return [[r, int(ordered[r - 1])] for r in sorted(ranks) if 1 <= r <= n]
 
