@@ -18,6 +18,7 @@ COMMANDS = {
     "train": ("pipeline.train", "train a byte-level BPE tokenizer on a sharded corpus"),
     "encode": ("pipeline.encode", "encode a corpus into token-ID Parquet shards"),
     "decode": ("pipeline.decode", "decode token-ID shards or a stream of IDs back to text"),
+    "report": ("pipeline.report", "measure how well tokenizers fit a corpus: report.json and index.html"),
     "pack": ("pipeline.pack", "pack token shards into shuffled fixed-length sequences for training"),
 }
 

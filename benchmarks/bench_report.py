@@ -1,0 +1,123 @@
+"""``beam-bpe report``: the job against ``beam-bpe encode``, and the page in headless Chromium.
+
+    python -m benchmarks.bench_report [--mb 50] [--workers 2] [--page-vocab 100000]
+
+1. ``beam-bpe report`` with two tokenizers (32k merges, gpt2 and cl100k
+   patterns) on >= 50 MB of real text in 8 JSON Lines shards, DirectRunner
+   with N workers, wall clock including start-up; against ``beam-bpe encode``
+   of the same shards with one of them. The goal is a ratio of at most 1.5.
+2. The page of a report made with a tokenizer of about ``--page-vocab`` IDs
+   (trained with ``bpe.train`` on the corpus's word counts, cached): the time
+   from navigation until the live box is ready, and the time to encode and show
+   10 KB of pasted text (measured inside the page, cold piece cache).
+
+Tokenizers are cached under ``benchmarks.corpus.CACHE_DIR``. Run ``uptime``
+beside it: the machine may be shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import bpe
+from benchmarks.corpus import CACHE_DIR, corpus_text, word_counts
+
+BEAM_BPE = [sys.executable, "-m", "pipeline.cli"]
+
+
+def cached_tokenizer(name: str, docs: list[str], vocab_size: int, pattern: str) -> str:
+    """A tokenizer trained on the word counts of docs, cached by name; returns its directory."""
+    path = CACHE_DIR / name
+    if not (path / "tokenizer.json").exists():
+        start = time.perf_counter()
+        tok = bpe.train(word_counts(docs, pattern), vocab_size=vocab_size, pattern=pattern, special_tokens=("<|endoftext|>",))
+        tok.save(str(path))
+        print(f"trained {name} in {time.perf_counter() - start:.1f} s")
+    return str(path)
+
+
+def timed(command: list[str]) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(command, capture_output=True)
+    seconds = time.perf_counter() - start
+    if proc.returncode:
+        sys.exit(f"{' '.join(command[:4])} failed:\n{proc.stderr.decode()[-3000:]}")
+    return seconds
+
+
+def bench_job(docs: list[str], tokenizers: list[str], workers: int, work: str) -> None:
+    os.makedirs(os.path.join(work, "corpus"))
+    for shard in range(8):
+        with open(os.path.join(work, "corpus", f"part-{shard}.jsonl"), "w", encoding="utf-8") as f:
+            for doc in docs[shard::8]:
+                f.write(json.dumps({"text": doc}, ensure_ascii=False) + "\n")
+    inputs = os.path.join(work, "corpus", "*.jsonl")
+    runner = ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"]
+    encode_s = timed([*BEAM_BPE, "encode", "--tokenizer", tokenizers[0], "--input", inputs,
+                      "--output", os.path.join(work, "shards"), *runner])
+    report_s = timed([*BEAM_BPE, "report", *(f"--tokenizer={t}" for t in tokenizers), "--input", inputs,
+                      "--output", os.path.join(work, "report"), *runner])
+    report = json.load(open(os.path.join(work, "report", "report.json")))
+    stats = json.load(open(os.path.join(work, "shards", "stats.json")))
+    assert report["tokenizers"][0]["total"]["tokens"] == stats["tokens"]
+    mb = report["corpus"]["bytes"] / 1e6
+    print(f"beam-bpe encode, 1 tokenizer, {workers} workers: {encode_s:.1f} s ({mb / encode_s:.2f} MB/s)")
+    print(f"beam-bpe report, {len(tokenizers)} tokenizers, {workers} workers: {report_s:.1f} s ({mb / report_s:.2f} MB/s); "
+          f"ratio report/encode {report_s / encode_s:.2f} (goal <= 1.5)")
+
+
+def bench_page(docs: list[str], tokenizer: str, work: str) -> None:
+    from tests.helpers import Chromium  # the tests' DevTools driver
+
+    sample = os.path.join(work, "page-corpus.jsonl")
+    with open(sample, "w", encoding="utf-8") as f:
+        for doc in docs[:2000]:
+            f.write(json.dumps({"text": doc}, ensure_ascii=False) + "\n")
+    out = os.path.join(work, "page")
+    timed([*BEAM_BPE, "report", f"--tokenizer={tokenizer}", "--input", sample, "--output", out,
+           "--direct_running_mode=in_memory", "--direct_num_workers=1"])
+    page = os.path.join(out, "index.html")
+    vocab = bpe.Tokenizer.load(tokenizer).vocab_size
+    # 10 KB of text the page has not seen: the end of the corpus.
+    paste = "".join(docs[-50:]).encode("utf-8")[:10_000].decode("utf-8", "ignore")
+    with Chromium(tempfile.mkdtemp(prefix="bench-report-profile-")) as browser:
+        browser.open(f"file://{page}")
+        ready = browser.evaluate("new Promise(r => { const t = () => document.body.dataset.ready ? r(performance.now()) : setTimeout(t, 5); t(); })")
+        timing = browser.evaluate(
+            "(() => { const box = document.getElementById('live-input'); box.value = " + json.dumps(paste) + ";"
+            "const t0 = performance.now(); window.liveEncoders[0].cache.clear(); const ids = window.liveEncoders[0].encode(box.value);"
+            "const t1 = performance.now(); box.dispatchEvent(new Event('input')); const t2 = performance.now();"
+            "return [t1 - t0, t2 - t1, ids.length]; })()"
+        )
+    print(f"page: {os.path.getsize(page) / 1e6:.1f} MB for vocab {vocab:,}; interactive {ready:.0f} ms after navigation start "
+          f"(goal < 2000); 10 KB paste ({len(paste):,} chars, {timing[2]:,} tokens): encode {timing[0]:.1f} ms, "
+          f"encode again and show {timing[1]:.1f} ms (goal < 100)")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=float, default=50)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--vocab", type=int, default=32000)
+    parser.add_argument("--page-vocab", type=int, default=100_000)
+    parser.add_argument("--skip-job", action="store_true")
+    args = parser.parse_args(argv)
+    docs = corpus_text(int(args.mb * 1e6))
+    print(f"corpus: {len(docs)} documents, {sum(len(d.encode()) for d in docs) / 1e6:.1f} MB")
+    train_docs = docs[: max(1, len(docs) // 5)]
+    work = tempfile.mkdtemp(prefix="bench-report-")
+    if not args.skip_job:
+        tokenizers = [cached_tokenizer(f"report-tokenizer-{args.vocab}-{p}", train_docs, args.vocab, p) for p in ("gpt2", "cl100k")]
+        bench_job(docs, tokenizers, args.workers, work)
+    page_tokenizer = cached_tokenizer(f"report-tokenizer-{args.page_vocab}-gpt2", docs, args.page_vocab, "gpt2")
+    bench_page(docs, page_tokenizer, work)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""``beam-bpe report``: how well one or more tokenizers fit a corpus -> report.json + index.html.
+
+    beam-bpe report --tokenizer tok/ [--tokenizer other/] --input 'corpus/*.jsonl.gz' \
+        --output report/ [--sample-documents N] [--source-field F] [Beam pipeline options]
+
+A Beam job reads the corpus with the reader of train and encode (bad records
+go to ``DIR/dead_letters/``), measures every document with every tokenizer
+(``transforms.report.MeasureTokenizers``) and writes the measures into
+``DIR/.staging/``; the driver turns them into the page ``DIR/index.html``
+(``pipeline.report_page``), one self-contained file that works offline, and
+``DIR/report.json`` (``pipeline.report_json``). The output follows the job-output
+contract of ``pipeline.outputs``: report.json is written last and marks the
+directory complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from bpe.tokenizer import Tokenizer, TokenizerFileError
+from pipeline import outputs
+from pipeline.errors import UserError
+from pipeline.report_json import build_report
+from pipeline.report_page import render_page
+from pipeline.runners import describe_runner, new_pipeline, pipeline_options
+from transforms.dead_letters import WriteDeadLetters
+from transforms.read import FORMATS, ReadDocuments, match_inputs
+from transforms.report import MeasureTokenizers
+
+REPORT_FILE = "report.json"
+PAGE_FILE = "index.html"
+MEASURES = "measures"  # the job's one output file, DIR/.staging/measures.json
+# What the job leaves besides report.json, the completion marker.
+RESULTS = (PAGE_FILE, f"{outputs.DEAD_LETTERS_DIR}/{outputs.DEAD_LETTER_GLOB}")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tokenizer", required=True, action="append",
+        help="tokenizer.json, or a directory holding it (repeat to compare several side by side)",
+    )
+    parser.add_argument("--input", required=True, action="append", help="input glob (repeatable)")
+    parser.add_argument("--output", required=True, help="directory for report.json, index.html and dead_letters/")
+    parser.add_argument("--format", default="auto", help=f"input format: {', '.join(FORMATS)} (default auto)")
+    parser.add_argument("--text-field", default="text", help="jsonl key / Parquet column of the text")
+    parser.add_argument(
+        "--source-field", default=None,
+        help="jsonl key / Parquet column naming each document's source (default: its input file)",
+    )
+    parser.add_argument(
+        "--sample-documents", type=int, default=200,
+        help="documents in the sample (their first 8 KB) segmented three ways and shown in the "
+        "visualizer (default 200)",
+    )
+    parser.add_argument(
+        "--rare-below", type=int, default=10,
+        help="list the tokens produced fewer than this many times (default 10)",
+    )
+
+
+def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    _refuse_unknown_flags(beam_args)
+    options = pipeline_options(beam_args)
+    args.input = [outputs.absolute(pattern) for pattern in args.input]
+    args.output = outputs.absolute(args.output)
+    tokenizer_paths = [outputs.absolute(path) for path in args.tokenizer]
+    output = outputs.StagedOutput(args.output, RESULTS, marker=REPORT_FILE, command="report")
+    tokenizers = _check_arguments(args, tokenizer_paths)
+    # Which engine gives each tokenizer's IDs is proven once, here (O(vocabulary)).
+    proofs = [tokenizer.prove() for tokenizer in tokenizers]
+    staging = output.staging
+    output.clear_leftovers()
+
+    with new_pipeline(options) as p:
+        read = p | "Read" >> ReadDocuments(
+            args.input, format=args.format, text_field=args.text_field, id_field=args.source_field
+        )
+        measures = read.documents | "Measure" >> MeasureTokenizers(
+            tokenizer_paths, proofs=proofs, source_field=args.source_field,
+            sample_documents=args.sample_documents,
+        )
+        _ = (
+            measures
+            | "ToJson" >> beam.Map(lambda value: json.dumps(value, separators=(",", ":")))
+            | "WriteMeasures" >> beam.io.WriteToText(
+                FileSystems.join(staging, MEASURES), file_name_suffix=".json", num_shards=1, shard_name_template=""
+            )
+        )
+        _ = read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(staging)
+
+    measures = read_measures(staging)
+    dead_letters = len(outputs.read_dead_letters(staging))
+    report = build_report(measures, tokenizers, tokenizer_paths, args.input, dead_letters, args.rare_below)
+    outputs.write_atomic(FileSystems.join(staging, PAGE_FILE), render_page(report, tokenizers))
+    output.publish(report)
+    corpus = report["corpus"]
+    summary = ", ".join(
+        f"{t['name']} {t['total']['bytes_per_token'] or 0:.2f} bytes/token" for t in report["tokenizers"]
+    )
+    print(
+        f"beam-bpe report: {corpus['documents']} documents ({corpus['bytes']} bytes, {corpus['sources']} sources), "
+        f"{corpus['dead_letters']} dead letters; {summary} ({describe_runner(options)})\n"
+        f"  report: {FileSystems.join(args.output, REPORT_FILE)}\n"
+        f"  page:   {FileSystems.join(args.output, PAGE_FILE)}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _refuse_unknown_flags(beam_args: list[str]) -> None:
+    """Flags that are neither ours nor Beam's are an error, not silently ignored."""
+    parser = argparse.ArgumentParser(allow_abbrev=False, add_help=False)
+    todo, seen = list(PipelineOptions.__subclasses__()), set()
+    while todo:
+        cls = todo.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        todo.extend(cls.__subclasses__())
+        try:
+            cls._add_argparse_args(parser)
+        except argparse.ArgumentError:  # an option two classes define: known either way
+            pass
+    _, unknown = parser.parse_known_args(beam_args)
+    if unknown:
+        raise UserError(f"unknown argument {unknown[0]} (neither a report flag nor a Beam pipeline option)")
+
+
+def _check_arguments(args: argparse.Namespace, paths: list[str]) -> list[Tokenizer]:
+    """Fails before the job on any user mistake; returns the tokenizers."""
+    if args.format not in FORMATS:
+        raise UserError(f"unknown --format {args.format!r} (choose from {', '.join(FORMATS)})")
+    if args.sample_documents < 0:
+        raise UserError(f"--sample-documents must be 0 or more, not {args.sample_documents}")
+    if args.rare_below < 1:
+        raise UserError(f"--rare-below must be 1 or more, not {args.rare_below}")
+    if args.source_field is not None and args.format == "text":
+        raise UserError("--source-field needs jsonl or parquet input (text lines have no fields)")
+    tokenizers = []
+    for path in paths:
+        try:
+            tokenizers.append(Tokenizer.load(path))
+        except TokenizerFileError as e:
+            raise UserError(str(e)) from None
+    try:
+        match_inputs(args.input)
+    except FileNotFoundError as e:
+        raise UserError(str(e)) from None
+    outputs.check_writable(args.output)
+    return tokenizers
+
+
+def read_measures(staging: str) -> dict:
+    """The job's measures (one JSON line, written by Beam's file sink)."""
+    with outputs.open_read(FileSystems.join(staging, MEASURES + ".json")) as f:
+        return json.loads(f.read())

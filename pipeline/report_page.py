@@ -1,0 +1,280 @@
+"""index.html: the report as one self-contained page (styles, script and data inline; no network).
+
+Everything but the live box is plain HTML and SVG rendered here from
+report.json, so the tables and charts read without JavaScript, and every number
+on the page is one of report.json's (embedded whole in the page as
+``<script type="application/json" id="report-data">``). The live box
+(``report_assets/report.js``) encodes typed text with each tokenizer's merges in
+the browser; its pattern is the exact JavaScript form of the tokenizer's
+(``pipeline.report_pattern``), or the page says why there is none.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from importlib import resources
+from typing import Sequence
+
+from bpe.tokenizer import Tokenizer
+from pipeline.report_charts import bar_chart, loglog_chart
+from pipeline.report_json import display_source
+from pipeline.report_pattern import UnsupportedPattern, to_javascript
+
+# Rows shown of each token list; report.json holds them all.
+LIST_ROWS = 200
+# Check texts the live box must encode exactly as Python does before it shows IDs.
+CHECK_TEXTS = (
+    "Hello world! It's 2024-06-01, isn't it?\n\tdef f(x):\n        return x**2  # 100%\n\n",
+    "Привет, мир. Καλημέρα κόσμε. שלום עולם. مرحبا بالعالم. नमस्ते दुनिया। สวัสดีชาวโลก",
+    "你好，世界！こんにちは世界、カタカナ。안녕하세요 세계.",
+    "e\u0301 \u00a0\u2028\u3000\u0085x\ufeffy 🙂👍🏽 ſt K",
+    "  leading  and trailing spaces   \r\n\r\nCRLF\u000b\u000c\u001c end ",
+)
+
+
+def _asset(name: str) -> str:
+    return resources.files("pipeline").joinpath("report_assets", name).read_text(encoding="utf-8")
+
+
+def _json_script(element_id: str, value) -> str:
+    # ensure_ascii and an escaped "<": no "</script>" and no lone surrogate can break the page.
+    text = json.dumps(value, ensure_ascii=True, separators=(",", ":")).replace("<", "\\u003c")
+    return f'<script type="application/json" id="{element_id}">{text}</script>'
+
+
+def _num(value, kind: str = "ratio") -> str:
+    if value is None:
+        return '<td class="num">–</td>'
+    if kind == "int":
+        shown = f"{value:,}"
+    elif kind == "percent":
+        shown = f"{value:+.1f}%"
+    elif kind == "share":
+        shown = f"{100 * value:.2f}%"
+    else:
+        shown = f"{value:.3f}"
+    return f'<td class="num" data-value="{value!r}">{shown}</td>'
+
+
+def _table(table_id: str, caption: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(cells) + "</tr>" for cells in rows)
+    return (f'<table id="{table_id}"><caption>{escape(caption)}</caption>'
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+
+def _text(value: str) -> str:
+    return f"<td>{escape(value)}</td>"
+
+
+def _token_cell(entry: dict) -> str:
+    return f'<td><code class="tokentext">{escape(entry["text"])}</code></td>'
+
+
+# Table columns: (header, report.json key, how the number is shown).
+COMPRESSION = (
+    ("bytes", "bytes", "int"), ("characters", "characters", "int"), ("words", "words", "int"),
+    ("tokens", "tokens", "int"), ("bytes/token", "bytes_per_token", "ratio"),
+    ("chars/token", "characters_per_token", "ratio"), ("tokens/word", "tokens_per_word", "ratio"),
+    ("byte fallback", "fallback_share", "share"),
+)
+SOURCES = (("documents", "documents", "int"), *COMPRESSION)
+SEGMENTATION = (
+    ("pieces", "pieces", "int"), ("bytes", "bytes", "int"), ("BPE", "bpe", "int"), ("greedy", "greedy", "int"),
+    ("fewest", "fewest", "int"), ("BPE over fewest", "bpe_over_fewest_percent", "percent"),
+    ("greedy over fewest", "greedy_over_fewest_percent", "percent"),
+)
+
+
+def _rows_table(table_id: str, caption: str, label: str, rows: Sequence[tuple[str, dict]], columns) -> str:
+    """A table of (row label, report.json entry) with the given columns."""
+    cells = [[_text(name), *(_num(entry[key], kind) for _, key, kind in columns)] for name, entry in rows]
+    return _table(table_id, caption, [label, *(header for header, _, _ in columns)], cells)
+
+
+def _per_script(report: dict) -> str:
+    tokenizers = report["tokenizers"]
+    scripts = [row["script"] for row in tokenizers[0]["by_script"]]
+    parts = [
+        _rows_table(f"script-{t}", f"{tok['name']}: compression per script", "script",
+                    [*((r["script"], r) for r in tok["by_script"]), ("all", tok["total"])], COMPRESSION)
+        for t, tok in enumerate(tokenizers)
+    ]
+    for key, title in (("bytes_per_token", "Bytes per token, per script"),
+                       ("tokens_per_word", "Tokens per word, per script"),
+                       ("fallback_share", "Share of byte-level fallback tokens, per script")):
+        series = [(tok["name"], [_lookup(tok["by_script"], "script", s, key) for s in scripts]) for tok in tokenizers]
+        parts.append(bar_chart(title, scripts, series))
+    return "".join(parts)
+
+
+def _lookup(rows: Sequence[dict], field: str, value: str, key: str):
+    return next((r[key] for r in rows if r[field] == value), None)
+
+
+def _per_source(report: dict) -> str:
+    tokenizers = report["tokenizers"]
+    names = [r["source"] for r in tokenizers[0]["by_source"]]
+    shown = [display_source(s, names) for s in names]
+    parts = [
+        _rows_table(f"source-{t}", f"{tok['name']}: compression per source", "source",
+                    list(zip(shown, tok["by_source"])), SOURCES)
+        for t, tok in enumerate(tokenizers)
+    ]
+    series = [(tok["name"], [r["bytes_per_token"] for r in tok["by_source"]]) for tok in tokenizers]
+    parts.append(bar_chart("Bytes per token, per source", shown, series))
+    return "".join(parts)
+
+
+def _comparison(report: dict) -> str:
+    tokenizers = report["tokenizers"]
+    if len(tokenizers) < 2:
+        return '<p class="note">One tokenizer: give --tokenizer more than once to compare them side by side.</p>'
+    first = tokenizers[0]["name"]
+    headers = ["script", "bytes", *(f"{t['name']} tokens" for t in tokenizers),
+               *(f"{t['name']} vs {first}" for t in tokenizers[1:])]
+    rows = [[_text(r["script"]), _num(r["bytes"], "int"), *(_num(n, "int") for n in r["tokens"]),
+             *(_num(d, "percent") for d in r["difference_percent"][1:])] for r in report["comparison"]]
+    scripts = [r["script"] for r in report["comparison"]]
+    series = [(f"{t['name']} vs {first}", [r["difference_percent"][i] for r in report["comparison"]])
+              for i, t in enumerate(tokenizers) if i]
+    caption = "Tokens per script, side by side (difference in percent of the first tokenizer's)"
+    chart = bar_chart("Token count difference per script, percent", scripts, series)
+    return _table("comparison", caption, headers, rows) + chart
+
+
+def _token_list(table_id: str, caption: str, entries: Sequence[dict], with_count: bool) -> str:
+    rows = [[_num(e["id"], "int"), _token_cell(e), _text(e["hex"]), *([_num(e["count"], "int")] if with_count else [])]
+            for e in entries[:LIST_ROWS]]
+    more = f" (first {LIST_ROWS} of {len(entries):,}; all in report.json)" if len(entries) > LIST_ROWS else ""
+    return _table(table_id, caption + more, ["ID", "token", "bytes", *(["count"] if with_count else [])], rows)
+
+
+def _vocabulary(report: dict) -> str:
+    tokenizers = report["tokenizers"]
+    curves = [(t["name"], t["vocabulary"]["rank_frequency"]) for t in tokenizers]
+    parts = [loglog_chart("Token frequency: rank against count", curves)]
+    for t, tok in enumerate(tokenizers):
+        use, below = tok["vocabulary"], tok["vocabulary"]["rare"]["below"]
+        parts.append(f"<h3>{escape(tok['name'])}</h3><p>{use['produced']:,} of {use['ordinary_tokens']:,} ordinary "
+                     f"tokens were produced; {use['never_produced']['count']:,} never, {use['rare']['count']:,} "
+                     f"fewer than {below:,} times.</p>")
+        parts.append(_token_list(f"never_produced-{t}", "Tokens never produced", use["never_produced"]["tokens"], False))
+        parts.append(_token_list(f"rare-{t}", f"Tokens produced fewer than {below} times", use["rare"]["tokens"], True))
+        rows = [[_num(e["id"], "int"), _token_cell(e), _num(e["length"], "int"), _num(e["count"], "int")]
+                for e in use["longest"]]
+        parts.append(_table(f"longest-{t}", "Longest tokens", ["ID", "token", "bytes", "count"], rows))
+    return "".join(parts)
+
+
+def _segmentation(report: dict) -> str:
+    parts = [f'<p class="note">On the sample of {report["corpus"]["sample_documents"]:,} documents (the first 8 KB '
+             "of each), within the same pre-token pieces: BPE's tokens, greedy longest match's, and the fewest "
+             "possible with the same vocabulary.</p>"]
+    for t, tok in enumerate(report["tokenizers"]):
+        seg = tok["segmentation"]
+        rows = [*((r["script"], r) for r in seg["by_script"]), ("all", seg["total"])]
+        parts.append(_rows_table(f"segmentation-{t}", f"{tok['name']}: BPE against greedy and fewest tokens",
+                                 "script", rows, SEGMENTATION))
+        scripts = [r["script"] for r in seg["by_script"]]
+        series = [("BPE", [r["bpe_over_fewest_percent"] for r in seg["by_script"]]),
+                  ("greedy", [r["greedy_over_fewest_percent"] for r in seg["by_script"]])]
+        parts.append(bar_chart(f"{tok['name']}: tokens over the fewest possible, percent", scripts, series))
+    return "".join(parts)
+
+
+def _token_span(tokenizer: Tokenizer, token_id: int, index: int) -> str:
+    data = tokenizer.token_bytes(token_id)
+    title = f"ID {token_id} · bytes {data.hex(' ')}"
+    try:
+        text = data.decode("utf-8")
+        partial = any(ord(c) < 32 and c not in "\n\t" for c in text)
+    except UnicodeDecodeError:
+        partial = True
+    if partial:
+        shown = "".join(f"\\x{b:02x}" for b in data)
+        return f'<span class="tok c{index % 6} partial" data-id="{token_id}" title="{title}">{shown}</span>'
+    return f'<span class="tok c{index % 6}" data-id="{token_id}" title="{title}">{escape(text)}</span>'
+
+
+def _visualizer(report: dict, tokenizers: Sequence[Tokenizer]) -> str:
+    parts = ['<p class="note">Sample documents by script, token boundaries coloured; hover a token for its ID '
+             "and bytes. Bytes that are not whole UTF-8 characters on their own are shown as \\xNN.</p>"]
+    names = [d["source"] for d in report["visualizer"]]
+    for d, doc in enumerate(report["visualizer"]):
+        source = display_source(doc["source"], names)
+        parts.append(f'<h3>{escape(doc["script"])}: {escape(source)}, record {doc["record"]:,} ({doc["bytes"]:,} bytes)</h3>')
+        for t, (tok, ids) in enumerate(zip(report["tokenizers"], doc["tokens"])):
+            spans = "".join(_token_span(tokenizers[t], i, n) for n, i in enumerate(ids))
+            parts.append(f'<div class="note">{escape(tok["name"])}: {len(ids):,} tokens shown</div>'
+                         f'<div class="doc" id="doc-{d}-{t}">{spans}</div>')
+    return "".join(parts)
+
+
+def _tokenizer_data(report: dict, tokenizers: Sequence[Tokenizer]) -> list[dict]:
+    """What the live box needs per tokenizer: merges, the JavaScript pattern (or why not) and check texts."""
+    out = []
+    for t, (entry, tok) in enumerate(zip(report["tokenizers"], tokenizers)):
+        try:
+            pattern, unsupported = to_javascript(tok.pattern), None
+        except UnsupportedPattern as e:
+            pattern, unsupported = None, str(e)
+        texts = list(CHECK_TEXTS)
+        for doc in report["visualizer"]:
+            try:
+                texts.append(tok.decode_bytes(doc["tokens"][t]).decode("utf-8"))
+            except UnicodeDecodeError:
+                pass  # the live box takes typed text, which is always valid
+        out.append({
+            "index": t, "name": entry["name"], "pattern": pattern, "unsupported": unsupported,
+            "merges": [i for pair in tok.merges for i in pair],
+            "checks": [{"text": text, "ids": tok.encode(text)} for text in texts],
+        })
+    return out
+
+
+def _live_box(report: dict) -> str:
+    rows = "".join(f'<div class="live-row" id="live-{t}"><h3>{escape(tok["name"])}: <span class="live-count"></span>'
+                   '</h3><div class="live-status note"></div><div class="doc live-tokens"></div></div>'
+                   for t, tok in enumerate(report["tokenizers"]))
+    return ('<noscript><p class="note">The live box needs JavaScript; everything else on this page works without '
+            'it.</p></noscript><textarea id="live-input" spellcheck="false">Type or paste text here: Привет, 世界! '
+            "def f(x): return x**2</textarea>" + rows)
+
+
+def _tokenizers_table(report: dict) -> str:
+    rows = [[_text(t["name"]), _num(t["vocab_size"], "int"), _text(t["pattern_preset"] or "custom"),
+             _num(t["total"]["tokens"], "int"), _num(t["total"]["bytes_per_token"]),
+             _num(t["total"]["tokens_per_word"]), _text(t["sha256"] or "")] for t in report["tokenizers"]]
+    headers = ["name", "vocab size", "pattern", "tokens", "bytes/token", "tokens/word", "SHA-256"]
+    return _table("tokenizers-table", "The tokenizers measured", headers, rows)
+
+
+def render_page(report: dict, tokenizers: Sequence[Tokenizer]) -> str:
+    """The whole page as one HTML string."""
+    corpus = report["corpus"]
+    summary = (f"{corpus['documents']:,} documents, {corpus['bytes']:,} bytes, {corpus['characters']:,} characters, "
+               f"{corpus['words']:,} words from {corpus['sources']:,} sources; {corpus['dead_letters']:,} records "
+               "could not be read.")
+    sections = [
+        ("tokenizers", "Tokenizers", _tokenizers_table(report)),
+        ("scripts", "Compression per script", _per_script(report)),
+        ("sources", "Compression per source", _per_source(report)),
+        ("compare", "Side by side", _comparison(report)),
+        ("vocabulary", "Vocabulary use", _vocabulary(report)),
+        ("segmentation", "Segmentation: BPE against the fewest tokens", _segmentation(report)),
+        ("visualizer", "Token visualizer", _visualizer(report, tokenizers)),
+        ("live", "Live box", _live_box(report)),
+    ]
+    body = "".join(f'<section id="{sid}"><h2>{escape(title)}</h2>{html}</section>' for sid, title, html in sections)
+    # The policy forbids every request: nothing on the page can reach the network.
+    policy = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
+        f"<title>beam-bpe report</title><style>{_asset('report.css')}</style></head><body>"
+        f"<h1>beam-bpe report</h1><p>{escape(summary)}</p>{body}"
+        f"{_json_script('report-data', report)}{_json_script('tokenizer-data', _tokenizer_data(report, tokenizers))}"
+        f"<script>{_asset('report.js')}</script></body></html>\n"
+    )

@@ -1,0 +1,97 @@
+"""bpe.segmentation: greedy longest match and the fewest-tokens segmentation, against brute force."""
+
+import functools
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from bpe.segmentation import Vocabulary
+from tests.helpers import train_small
+
+BYTES = [bytes([b]) for b in range(256)]
+
+
+def all_segmentations(data: bytes, tokens: set[bytes]):
+    """Every way to spell data with the tokens (brute force)."""
+    if not data:
+        yield []
+        return
+    for end in range(1, len(data) + 1):
+        if data[:end] in tokens:
+            for rest in all_segmentations(data[end:], tokens):
+                yield [data[:end], *rest]
+
+
+def plain_greedy(data: bytes, tokens: set[bytes]) -> list[bytes]:
+    out = []
+    while data:
+        token = max((t for t in tokens if data.startswith(t)), key=len)
+        out.append(token)
+        data = data[len(token):]
+    return out
+
+
+# Multi-byte tokens over a small alphabet, so that segmentations really differ.
+extra_tokens = st.lists(st.binary(min_size=2, max_size=5).map(lambda b: bytes(97 + x % 3 for x in b)), max_size=12, unique=True)
+texts = st.binary(max_size=10).map(lambda b: bytes(97 + x % 3 for x in b))
+
+
+@settings(max_examples=300, deadline=None)
+@given(extra_tokens, texts)
+def test_fewest_is_the_minimum_over_all_segmentations(extra, data):
+    vocabulary = Vocabulary([*BYTES, *extra])
+    tokens = set(vocabulary.ids)
+    fewest = vocabulary.fewest(data)
+    assert b"".join(vocabulary_bytes(vocabulary, fewest)) == data
+    assert len(fewest) == min(len(s) for s in all_segmentations(data, tokens))
+
+
+@settings(max_examples=300, deadline=None)
+@given(extra_tokens, texts)
+def test_greedy_takes_the_longest_match_each_time(extra, data):
+    vocabulary = Vocabulary([*BYTES, *extra])
+    greedy = vocabulary_bytes(vocabulary, vocabulary.greedy(data))
+    assert greedy == plain_greedy(data, set(vocabulary.ids))
+    assert len(vocabulary.fewest(data)) <= len(greedy)
+
+
+def vocabulary_bytes(vocabulary: Vocabulary, ids: list[int]) -> list[bytes]:
+    by_id = {i: t for t, i in vocabulary.ids.items()}
+    return [by_id[i] for i in ids]
+
+
+def test_greedy_can_lose_to_the_fewest():
+    # Greedy takes "abc" and is left with two single bytes; the fewest is a + bcde.
+    vocabulary = Vocabulary([*BYTES, b"abc", b"cd", b"ab", b"bcde"])
+    assert vocabulary_bytes(vocabulary, vocabulary.greedy(b"abcde")) == [b"abc", b"d", b"e"]
+    assert vocabulary_bytes(vocabulary, vocabulary.fewest(b"abcde")) == [b"a", b"bcde"]
+
+
+def test_ids_are_the_vocabulary_ids_and_duplicates_keep_the_lowest():
+    vocabulary = Vocabulary([*BYTES, b"ab", b"ab"])
+    assert vocabulary.fewest(b"ab") == [256]
+    assert vocabulary.greedy(b"xab") == [ord("x"), 256]
+    assert vocabulary.fewest(b"") == [] and vocabulary.greedy(b"") == []
+
+
+def test_the_vocabulary_must_start_with_the_bytes():
+    with pytest.raises(ValueError, match="256 single bytes"):
+        Vocabulary([b"a"] * 256)
+
+
+@functools.lru_cache(maxsize=1)
+def _trained():
+    with open(__file__, encoding="utf-8") as f:
+        return train_small(f.read().splitlines(keepends=True) + ["Привет мир, 中文字符 e\u0301\n"] * 5, vocab_size=500)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet=st.sampled_from("abcdefr ntoiПрвет中文\u0301_(=)"), max_size=24))
+def test_fewest_never_exceeds_bpe_on_any_piece(text):
+    tok = _trained()
+    vocabulary = Vocabulary([tok.token_bytes(i) for i in range(256 + len(tok.merges))])
+    for piece in tok.pre_tokenizer.pieces(text):
+        bpe = tok.encode(piece)
+        fewest = vocabulary.fewest(piece)
+        assert len(fewest) <= len(bpe)
+        assert tok.decode_bytes(fewest) == piece == tok.decode_bytes(vocabulary.greedy(piece))

@@ -1,0 +1,250 @@
+"""Measuring how well tokenizers fit a corpus: ``MeasureTokenizers``.
+
+Documents are measured in batches by every tokenizer at once (each document is
+read once, decoded once and classified once; see ``transforms.report_figures``
+for the definitions), the batches' additive totals are merged by one
+CombineFn, and the merged result's sample (the documents with the smallest
+hash of file and record, so it does not depend on sharding) is spread over the
+workers again to be segmented three ways, and picked for the visualizer
+(``transforms.report_sample``).
+
+Workers read the tokenizer files themselves (any Beam filesystem) and check
+each one's SHA-256 against the one the driver read, so a file replaced while
+the job runs cannot mix two tokenizers into one report. A worker process loads
+them once for all its steps (``apache_beam.utils.shared``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.utils import shared
+
+from bpe.scripts import SCRIPTS
+from bpe.engines import EngineProof, ProofMismatch
+from bpe.tokenizer import Tokenizer
+from transforms import metrics
+from transforms.report_figures import Figures, MeasuredTokenizer, measure_batch
+from transforms.report_sample import SEGMENTATION_FIELDS, Segmenter, visualizer_documents
+
+__all__ = ["MeasureTokenizers", "figures_to_json"]
+
+
+class _Loaded(list):
+    """The measured tokenizers of one worker process (a list that ``Shared`` can hold)."""
+
+
+class _Tokenizers:
+    """Which tokenizers a job measures, and how a worker loads them once.
+
+    Args:
+      paths: the tokenizer files or directories.
+      proofs: each tokenizer's ``EngineProof``, made by the driver; it names the
+        engine and the SHA-256 of the file the driver read.
+    """
+
+    def __init__(self, paths: Sequence[str], proofs: Sequence[EngineProof]):
+        self.paths, self.proofs = list(paths), list(proofs)
+        self.sha256 = [proof.tokenizer_sha256 for proof in self.proofs]
+        self._shared = shared.Shared()
+
+    def load(self) -> list[MeasuredTokenizer]:
+        return self._shared.acquire(self._read, tag="|".join(self.sha256))
+
+    def _read(self) -> _Loaded:
+        loaded = _Loaded()
+        for path, proof in zip(self.paths, self.proofs):
+            tokenizer = Tokenizer.load(path)
+            try:
+                engine = tokenizer.use_proof(proof)
+            except ProofMismatch:
+                raise RuntimeError(
+                    f"tokenizer {path} changed while the job ran: SHA-256 {tokenizer.sha256}, "
+                    f"the job started with {proof.tokenizer_sha256}"
+                ) from None
+            loaded.append(MeasuredTokenizer(tokenizer, engine))
+        return loaded
+
+
+class _MeasureBatchFn(beam.DoFn):
+    """A batch of Documents -> one Figures of their totals (and sample candidates)."""
+
+    def __init__(self, tokenizers: _Tokenizers, source_field: str | None, sample_size: int):
+        self._spec = tokenizers
+        self._source_field, self._sample_size = source_field, sample_size
+        self._documents = metrics.counter("report", "documents")
+        self._bytes = metrics.counter("report", "bytes")
+
+    def setup(self):
+        self._tokenizers = self._spec.load()
+
+    def _source(self, doc) -> str:
+        if self._source_field is None:
+            return doc.file
+        return doc.doc_id if doc.doc_id is not None else f"(no {self._source_field})"
+
+    def process(self, documents):
+        sources = [self._source(doc) for doc in documents]
+        figures = measure_batch(
+            [(source, doc.data) for source, doc in zip(sources, documents)],
+            self._tokenizers,
+            sample_size=self._sample_size,
+        )
+        figures.offer([(source, doc.file, doc.record, doc.data) for source, doc in zip(sources, documents)])
+        self._documents.inc(len(documents))
+        self._bytes.inc(sum(len(doc.data) for doc in documents))
+        yield figures
+
+
+class _MergeFiguresFn(beam.CombineFn):
+    """Adds Figures up (every field is a sum, the sample a bounded smallest-keys set)."""
+
+    def __init__(self, vocab_sizes: Sequence[int], sample_size: int):
+        self._vocab_sizes, self._sample_size = list(vocab_sizes), sample_size
+
+    def create_accumulator(self):
+        return Figures.empty(self._vocab_sizes, self._sample_size)
+
+    def add_input(self, accumulator, figures):
+        return accumulator.merge(figures)
+
+    def merge_accumulators(self, accumulators):
+        accumulators = iter(accumulators)
+        merged = next(accumulators)
+        for accumulator in accumulators:
+            merged.merge(accumulator)
+        return merged
+
+    def extract_output(self, accumulator):
+        return accumulator
+
+
+class _SegmentFn(beam.DoFn):
+    """A sample document -> int64 [tokenizer, class, SEGMENTATION_FIELDS]: its pieces counted three ways."""
+
+    def __init__(self, tokenizers: _Tokenizers):
+        self._spec = tokenizers
+
+    def setup(self):
+        self._segmenters = [Segmenter(tokenizer) for tokenizer in self._spec.load()]
+
+    def process(self, document: bytes):
+        yield np.stack([segmenter.count([document]) for segmenter in self._segmenters])
+
+
+class _SumFn(beam.CombineFn):
+    """Adds arrays of one shape (zeros of that shape for no input)."""
+
+    def __init__(self, shape: tuple[int, ...]):
+        self._shape = shape
+
+    def create_accumulator(self):
+        return np.zeros(self._shape, dtype=np.int64)
+
+    def add_input(self, total, array):
+        total += array
+        return total
+
+    def merge_accumulators(self, totals):
+        return sum(totals, np.zeros(self._shape, dtype=np.int64))
+
+    def extract_output(self, total):
+        return total
+
+
+class _FinishFn(beam.DoFn):
+    """The merged Figures and the sample's segmentation -> the JSON-able measures, with the visualizer's documents."""
+
+    def __init__(self, tokenizers: _Tokenizers):
+        self._spec = tokenizers
+
+    def setup(self):
+        self._tokenizers = self._spec.load()
+
+    def process(self, figures: Figures, segmentation: np.ndarray):
+        measures = figures_to_json(figures)
+        measures["segmentation"] = segmentation.tolist()
+        measures["visualizer"] = visualizer_documents(figures.sample, self._tokenizers)
+        yield measures
+
+
+def figures_to_json(figures: Figures) -> dict:
+    """Figures as plain JSON values (the sample is summarised by its size)."""
+    return {
+        "classes": list(SCRIPTS),
+        "quantities": ["tokens", "bytes", "characters", "fallback_tokens"],
+        "segmentation_fields": list(SEGMENTATION_FIELDS),
+        "sources": {
+            source: {
+                "documents": figures.documents[source],
+                "counts": figures.counts[source].tolist(),
+                "words": figures.words[source].tolist(),
+            }
+            for source in sorted(figures.counts)
+        },
+        "token_counts": [counts.tolist() for counts in figures.token_counts],
+        "sample_documents": len(figures.sample),
+    }
+
+
+@dataclasses.dataclass
+class MeasureTokenizers(beam.PTransform):
+    """Documents -> a PCollection of one dict: the measures of every tokenizer on them.
+
+    The dict holds, per source, per tokenizer and per class of
+    ``bpe.scripts.SCRIPTS``, the tokens, bytes, characters and byte-level
+    fallback tokens, the words per class, each tokenizer's count of every ID,
+    and on the sample the pieces, bytes and token counts of BPE, greedy longest
+    match and the fewest tokens per class, plus the visualizer's documents.
+    Counters: ``report.documents``, ``report.bytes``.
+
+    Args:
+      tokenizer_paths: the tokenizers (tokenizer.json or a directory holding
+        it; local, ``gs://``, ``s3://``), in report order. Loaded here once for
+        their vocabulary sizes and, without ``proofs``, proven here; workers
+        load them again and check each proof's SHA-256.
+      proofs: each tokenizer's ``Tokenizer.prove()``, when the driver made them.
+      source_field: the documents' source is their ``doc_id`` (the reader was
+        given this field as the id field); None: their input file.
+      sample_documents: how many documents the sample holds (the first
+        ``report_figures.SAMPLE_BYTES`` of each).
+      batch_size: documents measured per call.
+    """
+
+    tokenizer_paths: Sequence[str]
+    proofs: Sequence[EngineProof] = ()
+    source_field: str | None = None
+    sample_documents: int = 200
+    batch_size: int = 256
+
+    def __post_init__(self):
+        super().__init__()
+        if not self.tokenizer_paths:
+            raise ValueError("MeasureTokenizers needs at least one tokenizer")
+        tokenizers = [Tokenizer.load(path) for path in self.tokenizer_paths]
+        proofs = list(self.proofs) or [tokenizer.prove() for tokenizer in tokenizers]
+        self._tokenizers = _Tokenizers(self.tokenizer_paths, proofs)
+        self._vocab_sizes = [tokenizer.vocab_size for tokenizer in tokenizers]
+
+    def expand(self, documents):
+        tokenizers = self._tokenizers
+        merged = (
+            documents
+            | "Batch" >> beam.BatchElements(
+                min_batch_size=self.batch_size, max_batch_size=self.batch_size, record_metrics=False
+            )
+            | "Measure" >> beam.ParDo(_MeasureBatchFn(tokenizers, self.source_field, self.sample_documents))
+            | "Merge" >> beam.CombineGlobally(_MergeFiguresFn(self._vocab_sizes, self.sample_documents))
+        )
+        shape = (len(self._vocab_sizes), len(SCRIPTS), len(SEGMENTATION_FIELDS))
+        segmentation = (
+            merged
+            | "SampleDocuments" >> beam.FlatMap(lambda figures: [prefix for *_, prefix, _ in figures.sample])
+            | "SpreadSample" >> beam.Reshuffle()
+            | "Segment" >> beam.ParDo(_SegmentFn(tokenizers))
+            | "SumSegmentation" >> beam.CombineGlobally(_SumFn(shape))
+        )
+        return merged | "Finish" >> beam.ParDo(_FinishFn(tokenizers), beam.pvalue.AsSingleton(segmentation))

@@ -1,0 +1,320 @@
+"""The report's per-document measures and how partial results merge (pure: numpy, no Beam).
+
+Definitions (the figures of ``beam-bpe report`` use exactly these):
+
+- **Characters** are those of the document decoded as UTF-8; each byte that is
+  not valid UTF-8 is a character of its own, of class ``invalid UTF-8``.
+  Every character has one class of ``bpe.scripts.SCRIPTS``.
+- **A token's script** (``bpe.scripts.class_of_span``): the class of the
+  character holding its last byte, or, if that is whitespace, of the one
+  holding its first byte. So " the" is Latin, " 42" digits, ");\\n"
+  punctuation, "\\n\\n" whitespace, and a token holding the 2nd and 3rd byte of
+  "中" is Han. (Tokens of the preset patterns hold one class after an optional
+  space, so this is the class of their text.)
+- A script's **bytes** are the bytes of its tokens, its **characters** the
+  characters whose first byte lies in one of its tokens, so bytes, characters
+  and tokens all add up over the scripts to the corpus totals.
+- **Words** are maximal runs of non-whitespace characters within a document; a
+  word's script is ``bpe.scripts.class_of_text``: that of its first
+  writing-script character, else of its first character. Tokens per word (fertility) of a script is its tokens over
+  its words.
+- **A byte-level fallback token** holds no whole valid character: all its bytes
+  are part of a multi-byte UTF-8 sequence that continues outside the token (one
+  byte of "中", or two of its three), or are invalid UTF-8.
+- A document's **source** is its input file, or the value of a source field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import heapq
+from typing import Sequence
+
+import numpy as np
+
+from bpe.scripts import INHERITED, INVALID, OTHER, SCRIPTS, WRITING, code_point_classes
+from bpe.tokenizer import Tokenizer
+
+__all__ = ["Figures", "MeasuredTokenizer", "Quantity", "measure_batch"]
+
+N_CLASSES = len(SCRIPTS)
+# The sample keeps at most this many bytes of each document (see sample_prefix).
+SAMPLE_BYTES = 8192
+WHITESPACE = SCRIPTS.index("whitespace")
+_IS_WRITING = np.zeros(256, dtype=bool)
+_IS_WRITING[list(WRITING)] = True
+
+
+class Quantity:
+    """Rows of ``Figures.counts``: what is counted per (tokenizer, source, class)."""
+
+    TOKENS, BYTES, CHARACTERS, FALLBACK = range(4)
+    NAMES = ("tokens", "bytes", "characters", "fallback_tokens")
+
+
+class MeasuredTokenizer:
+    """A tokenizer as the measures use it: its encoder and its tokens' lengths.
+
+    Args:
+      tokenizer: the tokenizer.
+      engine: the engine that encodes for it (``tokenizer.use_proof(proof)``);
+        default ``tokenizer.engine``, proven here.
+    """
+
+    def __init__(self, tokenizer: Tokenizer, engine=None):
+        self.tokenizer = tokenizer
+        self.vocab_size = tokenizer.vocab_size
+        self.lengths = np.array([len(tokenizer.token_bytes(i)) for i in range(tokenizer.vocab_size)], dtype=np.int64)
+        self._engine = engine or tokenizer.engine
+
+    def encode(self, data: bytes) -> np.ndarray:
+        """The document's IDs as ordinary text (no special tokens), as uint32."""
+        return np.frombuffer(self._engine.encode_array(data), dtype=np.uint32)
+
+
+@dataclasses.dataclass
+class Figures:
+    """Additive totals over a set of documents; ``merge`` adds two of them.
+
+    Attributes:
+      counts: per source, an int64 array [tokenizer, Quantity, class].
+      words: per source, words per class (int64 [class]).
+      documents: per source, the number of documents.
+      token_counts: per tokenizer, how often each ID was produced (int64 [vocab]).
+      sample: the ``sample_size`` documents with the smallest ``sample_key``, as
+        (key, source, file, record, first bytes (``sample_prefix``), length): a
+        sample that does not depend on how the corpus is sharded or read.
+      sample_size: how many documents the sample keeps.
+    """
+
+    counts: dict[str, np.ndarray]
+    words: dict[str, np.ndarray]
+    documents: dict[str, int]
+    token_counts: list[np.ndarray]
+    sample: list[tuple[bytes, str, str, int, bytes, int]] = dataclasses.field(default_factory=list)
+    sample_size: int = 0
+
+    @classmethod
+    def empty(cls, vocab_sizes: Sequence[int], sample_size: int = 0) -> "Figures":
+        return cls({}, {}, {}, [np.zeros(v, dtype=np.int64) for v in vocab_sizes], [], sample_size)
+
+    def offer(self, documents: Sequence[tuple[str, str, int, bytes]]) -> None:
+        """Keeps those of the (source, file, record, bytes) whose keys are among the smallest."""
+        if self.sample_size:
+            offered = [
+                (sample_key(file, record), source, file, record, sample_prefix(data), len(data))
+                for source, file, record, data in documents
+            ]
+            self.sample = heapq.nsmallest(self.sample_size, [*self.sample, *offered])
+
+    def merge(self, other: "Figures") -> "Figures":
+        """Adds ``other`` into this one (in place) and returns it."""
+        for source, counts in other.counts.items():
+            if source in self.counts:
+                self.counts[source] += counts
+                self.words[source] += other.words[source]
+                self.documents[source] += other.documents[source]
+            else:
+                self.counts[source] = counts.copy()
+                self.words[source] = other.words[source].copy()
+                self.documents[source] = other.documents[source]
+        for mine, theirs in zip(self.token_counts, other.token_counts):
+            mine += theirs
+        self.sample_size = max(self.sample_size, other.sample_size)
+        self.sample = heapq.nsmallest(self.sample_size, [*self.sample, *other.sample])
+        return self
+
+
+def sample_prefix(data: bytes) -> bytes:
+    """The part of a document the sample keeps: its first SAMPLE_BYTES bytes, cut
+    before a UTF-8 continuation byte (10xxxxxx) so that no character is split."""
+    if len(data) <= SAMPLE_BYTES:
+        return data
+    cut = SAMPLE_BYTES
+    while cut > 0 and data[cut] & 0xC0 == 0x80:
+        cut -= 1
+    return data[:cut]
+
+
+def sample_key(file: str, record: int) -> bytes:
+    """A document's place in the sample order: a hash of its file and record number."""
+    return hashlib.blake2b(f"{file}\0{record}".encode("utf-8", "surrogatepass"), digest_size=8).digest()
+
+
+def decode(data: bytes) -> tuple[str, bool]:
+    """(the document's characters, whether it is valid UTF-8); invalid bytes become
+    lone surrogates (surrogateescape)."""
+    try:
+        return data.decode("utf-8"), True
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "surrogateescape"), False
+
+
+class _Batch:
+    """A batch of documents as arrays: their characters' classes and where characters start in the bytes.
+
+    Characters never cross documents (each is decoded on its own).
+
+    Attributes:
+      classes: uint8 class index per character (combining characters resolved).
+      document_starts: bool per character, True at each document's first.
+      per_document: characters per document.
+      size: bytes in the batch.
+      chars_before: ``chars_before[p]`` = characters starting in bytes [0, p), for
+        p in 0..size; None when every byte is a character (ASCII).
+      valid_before: the same for valid characters; None when all are valid.
+      inside: bool per byte (and False at ``size``): the byte continues a
+        character begun before it; None for ASCII.
+    """
+
+    def __init__(self, datas: Sequence[bytes]):
+        decoded = [decode(data) for data in datas]
+        text = "".join(t for t, _ in decoded)
+        valid = all(ok for _, ok in decoded)
+        cps = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        n = len(cps)
+        self.per_document = np.array([len(t) for t, _ in decoded], dtype=np.int64)
+        starts = np.zeros(n + 1, dtype=bool)
+        starts[np.cumsum(self.per_document) - self.per_document] = True
+        self.document_starts = starts[:n]
+        self.classes = _resolve_inherited(np.frombuffer(code_point_classes(), dtype=np.uint8)[cps], self.document_starts)
+        self.size = sum(len(data) for data in datas)
+        self.chars_before = self.valid_before = self.inside = None
+        if self.size == n:
+            return
+        if valid:  # character starts are the bytes that are not 10xxxxxx
+            raw = np.frombuffer(b"".join(datas), dtype=np.uint8)
+            char_start = np.append((raw & 0xC0) != 0x80, True)
+        else:  # a lone surrogate stands for one invalid byte (surrogateescape)
+            lengths = np.where(cps < 0x80, 1, np.where(cps < 0x800, 2, np.where(cps < 0x10000, 3, 4)))
+            lengths[(cps >= 0xD800) & (cps < 0xE000)] = 1
+            char_start = np.zeros(self.size + 1, dtype=bool)
+            char_start[np.cumsum(lengths) - lengths] = True
+            char_start[self.size] = True
+        self.inside = ~char_start
+        self.chars_before = _before(char_start[:-1])
+        if not valid:
+            byte_classes = self.classes[self.chars_before[1:] - 1]
+            self.valid_before = _before(char_start[:-1] & (byte_classes != INVALID))
+
+    def class_at(self, byte_positions: np.ndarray) -> np.ndarray:
+        """The class of the character holding each byte."""
+        if self.chars_before is None:
+            return self.classes[byte_positions]
+        return self.classes[self.chars_before[byte_positions + 1] - 1]
+
+
+def _resolve_inherited(classes: np.ndarray, document_starts: np.ndarray) -> np.ndarray:
+    """Combining characters take the class of the character before them, never across documents."""
+    marked = np.flatnonzero(classes == INHERITED)
+    if not len(marked):
+        return classes
+    classes = classes.copy()
+    classes[marked[document_starts[marked]]] = OTHER
+    marked = marked[~document_starts[marked]]
+    while len(marked):  # runs of combining characters resolve one position per pass
+        classes[marked] = classes[marked - 1]
+        marked = marked[classes[marked] == INHERITED]
+    return classes
+
+
+def _before(flags: np.ndarray) -> np.ndarray:
+    """out[i] = flags[:i].sum(), for i in 0..len(flags)."""
+    dtype = np.int32 if len(flags) < 2**31 - 1 else np.int64
+    out = np.zeros(len(flags) + 1, dtype=dtype)
+    np.add.accumulate(flags.view(np.uint8), dtype=dtype, out=out[1:])
+    return out
+
+
+def _token_classes(batch: _Batch, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """``bpe.scripts.class_of_span`` of every token: its last byte's class, unless whitespace."""
+    last = batch.class_at(ends - 1)
+    return np.where(last == WHITESPACE, batch.class_at(starts), last).astype(np.int64)
+
+
+def measure_batch(
+    documents: Sequence[tuple[str, bytes]],
+    tokenizers: Sequence[MeasuredTokenizer],
+    encoded: Sequence[Sequence[np.ndarray]] | None = None,
+    sample_size: int = 0,
+) -> Figures:
+    """The Figures of a batch of (source, document bytes).
+
+    Args:
+      documents: (source, bytes) pairs.
+      tokenizers: the tokenizers to measure.
+      encoded: ``encoded[t][d]``, the IDs of document d by tokenizer t, if known;
+        else they are encoded here.
+      sample_size: the sample size of the result (documents are offered to the
+        sample by the caller, who knows their files and records).
+    """
+    figures = Figures.empty([t.vocab_size for t in tokenizers], sample_size)
+    if not documents:
+        return figures
+    names = sorted({source for source, _ in documents})
+    source_index = {name: i for i, name in enumerate(names)}
+    doc_sources = np.array([source_index[source] for source, _ in documents], dtype=np.int64)
+    batch = _Batch([data for _, data in documents])
+    size = len(names) * N_CLASSES
+
+    counts = np.zeros((len(tokenizers), 4, size), dtype=np.int64)
+    for t, tokenizer in enumerate(tokenizers):
+        per_doc = encoded[t] if encoded is not None else [tokenizer.encode(data) for _, data in documents]
+        ids = np.concatenate(per_doc).astype(np.int64)
+        lengths = tokenizer.lengths[ids]
+        ends = np.cumsum(lengths)
+        if (ends[-1] if len(ends) else 0) != batch.size:
+            raise ValueError("the tokens do not spell the documents' bytes")
+        if not len(ids):
+            continue
+        starts = ends - lengths
+        keys = _token_classes(batch, starts, ends)
+        if len(names) > 1:
+            keys += np.repeat(doc_sources, [len(d) for d in per_doc]) * N_CLASSES
+        if batch.chars_before is None:
+            characters, fallback = lengths, None
+        else:
+            characters = batch.chars_before[ends] - batch.chars_before[starts]
+            valid = characters if batch.valid_before is None else batch.valid_before[ends] - batch.valid_before[starts]
+            # A token ending inside a character does not hold that (last begun) character whole.
+            fallback = (valid - batch.inside[ends]) <= 0
+        counts[t, Quantity.TOKENS] = np.bincount(keys, minlength=size)
+        counts[t, Quantity.BYTES] = np.bincount(keys, weights=lengths, minlength=size)
+        counts[t, Quantity.CHARACTERS] = np.bincount(keys, weights=characters, minlength=size)
+        if fallback is not None:
+            counts[t, Quantity.FALLBACK] = np.bincount(keys, weights=fallback, minlength=size)
+        figures.token_counts[t] += np.bincount(ids, minlength=tokenizer.vocab_size)
+
+    words = _word_counts(batch, doc_sources, len(names))
+    per_source_docs = np.bincount(doc_sources, minlength=len(names))
+    for i, name in enumerate(names):
+        figures.counts[name] = counts[:, :, i * N_CLASSES : (i + 1) * N_CLASSES].copy()
+        figures.words[name] = words[i]
+        figures.documents[name] = int(per_source_docs[i])
+    return figures
+
+
+def _word_counts(batch: _Batch, doc_sources: np.ndarray, n_sources: int) -> np.ndarray:
+    """Words per (source, class): runs of non-whitespace characters within a document."""
+    classes = batch.classes
+    n = len(classes)
+    space = classes == WHITESPACE
+    previous_space = np.empty(n, dtype=bool)
+    previous_space[:1] = True
+    previous_space[1:] = space[:-1]
+    word_starts = np.flatnonzero(~space & (previous_space | batch.document_starts))
+    keys = classes[word_starts].astype(np.int64)
+    # A word that does not start with a writing script takes its first writing
+    # character's class, if it has one before the next word's start (from one
+    # word's start to the next one's there is the word, then only whitespace).
+    late = np.flatnonzero(~_IS_WRITING[keys])
+    if len(late):
+        writing = np.append(np.flatnonzero(_IS_WRITING[classes]), n)
+        first = writing[np.searchsorted(writing, word_starts[late])]
+        next_start = np.append(word_starts, n)[late + 1]
+        found = first < next_start
+        keys[late[found]] = classes[first[found]]
+    if n_sources > 1:
+        keys += np.repeat(doc_sources, batch.per_document)[word_starts] * N_CLASSES
+    return np.bincount(keys, minlength=n_sources * N_CLASSES).reshape(n_sources, N_CLASSES).astype(np.int64)
