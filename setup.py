@@ -23,8 +23,9 @@ setup(
         "zstandard>=0.21",
     ],
     extras_require={
-        # Optional accelerators: further engines, used where proven identical (bpe/engines.py).
-        "fast": [],
+        # Optional accelerators: further engines, each used only where proven identical
+        # (bpe/accelerators/), pinned to the versions the differential tests cover.
+        "fast": ["gigatoken==0.10.0"],
         "test": [
             "pytest>=7",
             "hypothesis>=6.80",
@@ -34,6 +35,10 @@ setup(
             "datasets>=5.0",
             "moto[server]>=5.0",
             "boto3>=1.28",
+            # The accelerators and the peers of the differential tests (tests/test_accelerators.py).
+            "gigatoken==0.10.0",
+            "fastokens==0.3.5",
+            "splintr-rs==0.22.0",
         ],
     },
     entry_points={"console_scripts": ["beam-bpe = pipeline.cli:main"]},
