@@ -1,7 +1,9 @@
 """The C merge loop, its pure-Python twin and the reference learn the same merges."""
 
 import contextlib
+import json
 import os
+import signal
 import subprocess
 import sys
 from collections import Counter
@@ -195,9 +197,50 @@ def test_a_missing_compiled_loop_falls_back_silently(env, setup):
         assert result.stderr == ""
         return result.stdout
 
-    import json
-
     fallback_missing, fallback_json = json.loads(run(env, setup))
     normal_missing, normal_json = json.loads(run({}, ""))
     assert fallback_missing and not normal_missing
     assert fallback_json == normal_json
+
+
+INTERRUPTED = """
+import json, random, sys
+from bpe.trainer import train_merges
+rng = random.Random(11)
+letters = b"etaoinshrdlucmfwypvbgkqjxz"
+weights = [1 / (i + 1) for i in range(len(letters))]
+table = {}
+for _ in range(200_000):
+    word = bytes(rng.choices(letters, weights, k=rng.randint(2, 14)))
+    table[word] = table.get(word, 0) + rng.randint(1, 9)
+seen = []
+def checkpoint(merges):
+    seen.append(merges)
+    print(len(merges), flush=True)
+try:
+    train_merges(table, 60_000, min_frequency=1, checkpoint=checkpoint, checkpoint_every=0, progress=False)
+    print("finished", flush=True)
+except KeyboardInterrupt:
+    last = seen[-1]
+    full = train_merges(table, len(last) + 500, min_frequency=1, progress=False)
+    resumed = train_merges(table, len(last) + 500, min_frequency=1, progress=False, resume_from=last)
+    print(json.dumps({"saved": len(last), "prefix": full[: len(last)] == last, "resumed": resumed == full}), flush=True)
+"""
+
+
+def test_ctrl_c_during_the_loop_saves_a_checkpoint_on_the_way_out():
+    # A real SIGINT while the loop runs (in C when it is built): the last
+    # checkpoint is a prefix of the uninterrupted result and resuming from it
+    # gives that result.
+    process = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTED], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    lines = []
+    for line in process.stdout:  # wait until the loop has learned merges
+        lines.append(line)
+        if len(lines) == 3:
+            process.send_signal(signal.SIGINT)
+            break
+    stdout, stderr = process.communicate(timeout=300)
+    outcome = json.loads(stdout.strip().splitlines()[-1])
+    assert outcome["saved"] >= 128 and outcome["prefix"] and outcome["resumed"], stderr
