@@ -25,7 +25,8 @@ includes their own counting, in parallel, which ours (the loop alone) does not.
 
 min-count: the table of all the machine's text with the pieces seen fewer than
 ``--min-count`` times dropped (``beam-bpe train --min-word-count``): its size,
-the loop's time and memory, and how many of the merges match the full table's.
+the loop's time and memory, and how many of the merges match the full table's
+(the common prefix, and the learned tokens in common as a set).
 """
 
 from __future__ import annotations
@@ -275,7 +276,7 @@ def run_min_count(min_counts: list[int], vocab_size: int, timeout: float) -> Non
     full = real_table()
     print(f"## --min-word-count on the table of all benchmark text ({len(full)} pieces), vocab {vocab_size}")
     print("| min count | unique pieces | share of piece occurrences kept | seconds | peak - table MiB | "
-          "merges equal to the full table's (same position / as a set) |")
+          "merges shared with the full table's (common prefix / as a set) |")
     print("|---:|---:|---:|---:|---:|---|")
     total = sum(full.values())
     reference = None
@@ -286,11 +287,11 @@ def run_min_count(min_counts: list[int], vocab_size: int, timeout: float) -> Non
             continue
         merges = [tuple(pair) for pair in r["learned"]]
         reference = reference or merges
-        same_place = sum(a == b for a, b in zip(merges, reference))
+        prefix = next((i for i, (a, b) in enumerate(zip(merges, reference)) if a != b), min(len(merges), len(reference)))
         in_set = len(_spelled(merges) & _spelled(reference))
         kept = sum(c for c in full.values() if c >= min_count) / total
         print(f"| {min_count} | {r['pieces']} | {kept:.4f} | {r['seconds']:.2f} | "
-              f"{_mib(r['peak_kib'] - r['baseline_kib'])} | {same_place} / {in_set} of {len(merges)}, load {r['load']:.2f} |",
+              f"{_mib(r['peak_kib'] - r['baseline_kib'])} | {prefix} / {in_set} of {len(merges)}, load {r['load']:.2f} |",
               flush=True)
 
 

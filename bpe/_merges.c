@@ -1,5 +1,5 @@
-/* The merge loop of bpe/trainer.py in C, for speed; bpe/trainer.py's
- * ``_learn_merges`` is the readable twin it must equal merge for merge.
+/* The merge loop in C, for speed; bpe/merge_loop.py is its readable twin,
+ * which it equals merge for merge (tests/test_merge_loop.py).
  *
  * The state is the same as the Python loop's:
  *   - words: token IDs per word (uint32), each with its count;
@@ -321,9 +321,9 @@ static int spelled_insert(MergeLoop *s, int32_t token) {
     return 0;
 }
 
-/* Appends a token spelling a + b (two existing tokens, or raw bytes when b is NULL). */
-static int add_token(MergeLoop *s, const unsigned char *a, size_t na, const unsigned char *b, size_t nb, uint32_t rank) {
-    if (grow((void **)&s->tok_bytes, &s->tok_bytes_cap, s->tok_bytes_len + na + nb, 1) < 0) return -1;
+/* Appends a token spelling the n bytes at b, with its tie-break rank. */
+static int add_token(MergeLoop *s, const unsigned char *b, size_t n, uint32_t rank) {
+    if (grow((void **)&s->tok_bytes, &s->tok_bytes_cap, s->tok_bytes_len + n, 1) < 0) return -1;
     size_t cap = s->tok_cap;
     if (grow((void **)&s->tok_off, &cap, s->ntokens + 1, sizeof(uint64_t)) < 0) return -1;
     cap = s->tok_cap;
@@ -333,14 +333,12 @@ static int add_token(MergeLoop *s, const unsigned char *a, size_t na, const unsi
         if (grow((void **)&s->rank, &cap, s->ntokens + 1, sizeof(uint32_t)) < 0) return -1;
     }
     s->tok_cap = cap;
-    /* a and b never point into tok_bytes' unreserved space: learn() reserves room first */
-    unsigned char *dst = s->tok_bytes + s->tok_bytes_len;
-    memcpy(dst, a, na);
-    if (nb) memcpy(dst + na, b, nb);
+    /* b may lie in tok_bytes' spare room: learn() reserves it, so grow() above moved nothing */
+    memcpy(s->tok_bytes + s->tok_bytes_len, b, n);
     s->tok_off[s->ntokens] = s->tok_bytes_len;
-    s->tok_len[s->ntokens] = (uint32_t)(na + nb);
+    s->tok_len[s->ntokens] = (uint32_t)n;
     if (s->rank) s->rank[s->ntokens] = rank;
-    s->tok_bytes_len += na + nb;
+    s->tok_bytes_len += n;
     s->ntokens++;
     return spelled_insert(s, (int32_t)(s->ntokens - 1));
 }
@@ -439,9 +437,9 @@ static void MergeLoop_dealloc(MergeLoop *s) {
 
 static int as_count(PyObject *obj, count_t *out) {
     int overflow = 0;
-    long long hi_check = PyLong_AsLongLongAndOverflow(obj, &overflow);
-    if (hi_check == -1 && PyErr_Occurred()) return -1;
-    if (!overflow) { *out = hi_check; return 0; }
+    long long value = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (value == -1 && PyErr_Occurred()) return -1;
+    if (!overflow) { *out = value; return 0; }
     unsigned long long v = PyLong_AsUnsignedLongLong(obj);
     if (v == (unsigned long long)-1 && PyErr_Occurred()) return -1;
     *out = (count_t)v;
@@ -543,7 +541,7 @@ static int MergeLoop_init(MergeLoop *s, PyObject *args, PyObject *kwds) {
             if (r == (unsigned long)-1 && PyErr_Occurred()) return -1;
             rank = (uint32_t)r;
         }
-        if (add_token(s, (const unsigned char *)PyBytes_AS_STRING(tok), (size_t)PyBytes_GET_SIZE(tok), NULL, 0, rank) < 0)
+        if (add_token(s, (const unsigned char *)PyBytes_AS_STRING(tok), (size_t)PyBytes_GET_SIZE(tok), rank) < 0)
             return -1;
     }
 
@@ -601,7 +599,7 @@ static PyObject *MergeLoop_learn(MergeLoop *s, PyObject *args) {
         if (!pair) return NULL;
         if (PyList_Append(merges, pair) < 0) { Py_DECREF(pair); return NULL; }
         Py_DECREF(pair);
-        if (add_token(s, scratch, na + nb, NULL, 0, new) < 0) return NULL;
+        if (add_token(s, scratch, na + nb, new) < 0) return NULL;
         heap_remove(s, p);
         unlink_pair(s, p);
         if (apply_merge(s, p, new) < 0) return NULL;
@@ -647,7 +645,7 @@ static PyTypeObject MergeLoopType = {
 };
 
 static struct PyModuleDef merges_module = {
-    PyModuleDef_HEAD_INIT, "bpe._merges", "The BPE merge loop in C (see bpe/trainer.py).", -1, NULL,
+    PyModuleDef_HEAD_INIT, .m_name = "bpe._merges", .m_doc = "The BPE merge loop in C (see bpe/merge_loop.py).", .m_size = -1,
 };
 
 PyMODINIT_FUNC PyInit__merges(void) {
