@@ -1,6 +1,11 @@
 """beam-bpe: byte-level BPE tokenizers trained and applied with Apache Beam."""
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
+
+# The merge loop in C (bpe/_merges.c). Optional: where it cannot be built the
+# install still succeeds and training runs its pure-Python twin, with the same
+# result. Beam workers never run it (training merges on the driver).
+MERGE_LOOP = Extension("bpe._merges", sources=["bpe/_merges.c"], optional=True)
 
 setup(
     name="beam-bpe",
@@ -41,5 +46,6 @@ setup(
             "splintr-rs==0.22.0",
         ],
     },
+    ext_modules=[MERGE_LOOP],
     entry_points={"console_scripts": ["beam-bpe = pipeline.cli:main"]},
 )

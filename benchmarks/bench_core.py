@@ -2,8 +2,9 @@
 
     python -m benchmarks.bench_core --mb 50 --vocab-size 32000
 
-1. training: our merge loop on the word-count table vs HF ``tokenizers``'
-   whole ``train_from_iterator`` (see benchmarks/bench_train.py);
+1. training: our merge loop on the word-count table (the C loop and its
+   pure-Python twin) vs HF ``tokenizers``' whole ``train_from_iterator`` (see
+   benchmarks/bench_train.py);
 2. encoding on one core: ``Tokenizer.encode`` (pure Python; cold, empty cache,
    and warm) and ``Tokenizer.encode_batch`` (tiktoken's core where proven) vs
    tiktoken's ``encode_ordinary`` (single thread) and HF ``Tokenizer.encode``

@@ -14,7 +14,8 @@ fresh subprocess so that one measurement's peak never leaks into the next.
    checked between documents, so one huge document is bounded by its own size
    (shown with a single 50 MB document).
 3. the trainer on tables of N unique pieces: peak RSS minus the RSS with the
-   table loaded, per unique piece, next to Hugging Face ``tokenizers``.
+   table loaded, per unique piece, for the C merge loop and its pure-Python
+   twin, next to Hugging Face ``tokenizers``.
 
 How the HF comparison is made fair: HF's ``BpeTrainer`` cannot take a count
 table, only text. Feeding each piece ``count`` times would give HF the whole
@@ -219,9 +220,12 @@ def child_train(n: int, num_merges: int, side: str) -> dict:
     path = table_path(n)
     real = int(path.rsplit("-real", 1)[1].split(".")[0])
     table = read_table(path)
-    if side == "beam-bpe":
+    if side.startswith("beam-bpe"):
+        from bpe import trainer
         from bpe.trainer import train_merges
 
+        if side == "beam-bpe pure Python":
+            trainer._merges = None
         baseline = rss_kib()
         start = time.perf_counter()
         merges = len(train_merges(table, num_merges, min_frequency=1, progress=False))
@@ -312,7 +316,7 @@ def run_train(sizes: list[int], num_merges: int, hf: bool) -> None:
     print("| N unique pieces | of which real | trainer | peak - baseline MiB | bytes per unique piece | seconds |")
     print("|---:|---:|---|---:|---:|---:|")
     for n in sizes:
-        for side in ["beam-bpe"] + (["HF tokenizers"] if hf else []):
+        for side in ["beam-bpe", "beam-bpe pure Python"] + (["HF tokenizers"] if hf else []):
             r = measure("train", "--n", str(n), "--merges", str(num_merges), "--side", side)
             extra = (r["peak_kib"] - r["baseline_kib"]) * 1024
             print(

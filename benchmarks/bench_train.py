@@ -4,12 +4,15 @@ What is timed, on the same documents:
 
 * (a) counting: beam-bpe's pre-tokenizer building the word-count table (in the
   real pipeline Beam does this, spread over workers);
-* (b) training: ``bpe.trainer.train_merges`` on that table, pure Python, one core;
+* (b) training: ``bpe.trainer.train_merges`` on that table, one core, with the
+  C merge loop (when built) and with its pure-Python twin;
 * (c) HF: ``tokenizers``' BpeTrainer ``train_from_iterator`` on the documents
   (Rust, all cores; it pre-tokenizes, counts and merges).
 
-The goal is (b) < (c). Peak memory of (b) is measured in a separate run under
-tracemalloc (which slows Python down), and reported per unique piece.
+The goal is (b) < (c). Peak memory of the pure-Python loop is measured in a
+separate run under tracemalloc (which slows Python down, and sees no memory
+the C loop allocates), and reported per unique piece; benchmarks/bench_merges.py
+measures the peak RSS of both loops.
 
     python -m benchmarks.bench_train --mb 50 --vocab-size 32000
 """
@@ -22,6 +25,7 @@ import time
 import tracemalloc
 
 from benchmarks.corpus import corpus_text, word_counts
+from bpe import trainer
 from bpe.pretokenize import resolve_pattern
 from bpe.trainer import train_merges
 
@@ -54,11 +58,20 @@ def hf_train(docs: list[str], vocab_size: int, pattern: str = "gpt2", min_freque
     return tokenizer
 
 
+def pure_python_merges(table: dict[bytes, int], num_merges: int, min_frequency: int = 2) -> list:
+    """``train_merges`` with the pure-Python loop, as when the C loop is not built."""
+    compiled, trainer._merges = trainer._merges, None
+    try:
+        return train_merges(table, num_merges, min_frequency=min_frequency, progress=False)
+    finally:
+        trainer._merges = compiled
+
+
 def peak_memory(table: dict[bytes, int], num_merges: int, min_frequency: int = 2) -> int:
-    """Peak bytes allocated by Python during ``train_merges`` (beyond the input table)."""
+    """Peak bytes allocated by Python during the pure-Python ``train_merges`` (beyond the input table)."""
     tracemalloc.start()
     try:
-        train_merges(table, num_merges, min_frequency=min_frequency, progress=False)
+        pure_python_merges(table, num_merges, min_frequency)
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -102,6 +115,11 @@ def bench_train(
     merges = train_merges(table, num_merges, min_frequency=min_frequency, progress=False)
     results["train_s"] = time.perf_counter() - start
     results["merges"] = len(merges)
+    results["loop"] = "C" if trainer._merges is not None else "pure Python (the C loop is not built)"
+    start = time.perf_counter()
+    same = pure_python_merges(table, num_merges, min_frequency) == merges
+    results["train_python_s"] = time.perf_counter() - start
+    results["same_merges"] = same
 
     if memory:
         peak = peak_memory(table, num_merges, min_frequency)
@@ -127,7 +145,10 @@ def format_table(results: dict) -> str:
         "",
         f"{'stage':<44} {'seconds':>9}",
         f"{'(a) beam-bpe count table (1 core)':<44} {results['count_s']:>9.2f}",
-        f"{'(b) beam-bpe train_merges (1 core)':<44} {results['train_s']:>9.2f}   ({results['merges']} merges)",
+        f"{'(b) beam-bpe train_merges (1 core)':<44} {results['train_s']:>9.2f}   "
+        f"({results['merges']} merges, {results['loop']} loop)",
+        f"{'(b) the same, pure-Python loop':<44} {results['train_python_s']:>9.2f}   "
+        f"(same merges: {results['same_merges']})",
     ]
     if "hf_s" in results:
         lines.append(
@@ -137,7 +158,7 @@ def format_table(results: dict) -> str:
         lines.append(f"{'ratio (b) / (c)':<44} {results['ratio_train_over_hf']:>9.2f}")
     if "train_peak_bytes" in results:
         lines.append(
-            f"beam-bpe train peak memory (tracemalloc): {results['train_peak_bytes'] / 1e6:.1f} MB, "
+            f"beam-bpe pure-Python loop peak memory (tracemalloc): {results['train_peak_bytes'] / 1e6:.1f} MB, "
             f"{results['train_bytes_per_piece']:.0f} bytes per unique piece"
         )
     return "\n".join(lines)

@@ -33,7 +33,14 @@ O200K_PATTERN = "|".join(
     ]
 )
 
-PRESETS = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN}
+PRESETS = {
+    "gpt2": GPT2_PATTERN,
+    "cl100k": CL100K_PATTERN,
+    "o200k": O200K_PATTERN,
+    # The regex of HF tokenizers' ByteLevel pre-tokenizer (use_regex=True): with
+    # tie_break="hf" training gives HF BpeTrainer's merges.
+    "hf-bytelevel": r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
+}
 
 
 def resolve_pattern(pattern: str) -> str:

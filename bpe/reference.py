@@ -17,6 +17,11 @@ Tie-break and the duplicate-bytes rule (contract for byte-level training):
 * The pair with the highest count wins; among equal counts, the
   lexicographically greatest pair of byte strings ``(left_bytes, right_bytes)``
   wins. The result therefore never depends on the order of the input table.
+* ``tie_break="hf"`` orders ties as Hugging Face tokenizers' ``BpeTrainer``
+  does instead: the smallest pair of HF token IDs wins. HF numbers the 256 byte
+  tokens in the code-point order of the characters its ByteLevel
+  pre-tokenizer writes them as (``hf_byte_ranks``), and each merged token after
+  them in learned order, so a merged token's rank is its ID here too.
 * A pair whose concatenated bytes already exist as a token is never chosen; it is
   skipped and the next best pair is taken. Different merge paths can spell the
   same bytes (``(ab, c)`` and ``(a, bc)`` both spell ``abc``), but tokenizer.json
@@ -121,13 +126,42 @@ def encode_word(word: str, merges: Sequence[tuple[str, str]], end_of_word: str |
 # --- Byte-level BPE over token IDs (the project contract) ----------------------
 
 
-def _as_bytes(word: bytes | str) -> bytes:
-    # Lone surrogates in a str are kept as their 3-byte forms, as the
-    # pre-tokenizer does, rather than failing.
+TIE_BREAKS = ("bytes", "hf")
+
+
+def piece_bytes(word: bytes | str) -> bytes:
+    """A table's piece as bytes: a str is taken as its UTF-8 bytes.
+
+    Lone surrogates in a str are kept as their 3-byte forms, as the
+    pre-tokenizer does, rather than failing.
+    """
     return word.encode("utf-8", "surrogatepass") if isinstance(word, str) else bytes(word)
 
 
-def train_bytes(word_counts: Mapping[bytes | str, int], num_merges: int, min_frequency: int = 2) -> list[Pair]:
+def check_count(word: bytes | str, count: int) -> None:
+    """Raises ValueError for a count no corpus can have (a negative one)."""
+    if count < 0:
+        raise ValueError(f"negative count {count} for piece {word!r}")
+
+
+def hf_byte_ranks() -> list[int]:
+    """The rank of each byte (by value) in HF tokenizers' byte-level alphabet.
+
+    HF's ByteLevel pre-tokenizer writes byte b as one character (GPT-2's
+    bytes_to_unicode: the printable bytes as themselves, the others as 256 + n
+    in byte order) and its trainer numbers the alphabet by code point.
+    """
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    order = printable + [b for b in range(256) if b not in printable]
+    ranks = [0] * 256
+    for rank, b in enumerate(order):
+        ranks[b] = rank
+    return ranks
+
+
+def train_bytes(
+    word_counts: Mapping[bytes | str, int], num_merges: int, min_frequency: int = 2, tie_break: str = "bytes"
+) -> list[Pair]:
     """Learns byte-level merges, recounting all pairs before every merge.
 
     Args:
@@ -135,17 +169,26 @@ def train_bytes(word_counts: Mapping[bytes | str, int], num_merges: int, min_fre
         with equal bytes add up. Pieces with count 0 take no part.
       num_merges: how many merges to learn at most.
       min_frequency: stop as soon as the best pair occurs fewer times than this.
+      tie_break: "bytes" (the contract) or "hf" (HF tokenizers' order; see the
+        module doc).
 
     Returns:
       The merges in learned order as (left_id, right_id); merge ``i`` creates
-      ID ``256 + i``. Ties go to the greatest (left_bytes, right_bytes); a pair
-      spelling the bytes of an existing token is never chosen (see module doc).
+      ID ``256 + i``. Ties go to the greatest (left_bytes, right_bytes), or
+      with "hf" to the smallest pair of HF IDs; a pair spelling the bytes of an
+      existing token is never chosen (see module doc).
     """
+    if tie_break not in TIE_BREAKS:
+        raise ValueError(f"tie_break must be one of {', '.join(TIE_BREAKS)}, not {tie_break!r}")
+    byte_ranks = hf_byte_ranks()
+
+    def hf_rank(token: int) -> int:
+        return byte_ranks[token] if token < 256 else token
+
     totals: Counter = Counter()
     for word, count in word_counts.items():
-        if count < 0:
-            raise ValueError(f"negative count {count} for piece {word!r}")
-        totals[_as_bytes(word)] += count
+        check_count(word, count)
+        totals[piece_bytes(word)] += count
     words = [(list(word), count) for word, count in totals.items() if count > 0]
 
     token_bytes = [bytes([b]) for b in range(256)]  # ID -> the bytes it spells
@@ -161,10 +204,10 @@ def train_bytes(word_counts: Mapping[bytes | str, int], num_merges: int, min_fre
         ]
         if not candidates:
             break
-        best = max(
-            candidates,
-            key=lambda pair: (pair_counts[pair], token_bytes[pair[0]], token_bytes[pair[1]]),
-        )
+        if tie_break == "hf":
+            best = max(candidates, key=lambda pair: (pair_counts[pair], -hf_rank(pair[0]), -hf_rank(pair[1])))
+        else:
+            best = max(candidates, key=lambda pair: (pair_counts[pair], token_bytes[pair[0]], token_bytes[pair[1]]))
         if pair_counts[best] < min_frequency:
             break
         new_id = 256 + len(merges)
@@ -195,7 +238,7 @@ def encode_bytes(data: bytes | str, merges: Sequence[Pair] | Mapping[Pair, int])
         new_ids = [256 + i for i in range(len(pairs))]
     rank = {pair: i for i, pair in enumerate(pairs)}
 
-    ids = list(_as_bytes(data))
+    ids = list(piece_bytes(data))
     last_rank = -1
     while len(ids) >= 2:
         later = [rank[pair] for pair in zip(ids, ids[1:]) if rank.get(pair, -1) > last_rank]

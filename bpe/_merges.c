@@ -1,0 +1,662 @@
+/* The merge loop in C, for speed; bpe/merge_loop.py is its readable twin,
+ * which it equals merge for merge (tests/test_merge_loop.py).
+ *
+ * The state is the same as the Python loop's:
+ *   - words: token IDs per word (uint32), each with its count;
+ *   - pairs: (left, right) -> count and the words it occurs in, in an
+ *     open-addressing hash table; only pairs that reach min_frequency live;
+ *   - a max-heap of the live pairs, indexed (each pair knows its slot), so a
+ *     count that falls moves its pair down at once and the top is always the
+ *     best live pair;
+ *   - the bytes of every token and a set of them (the duplicate-bytes rule).
+ *
+ * Order: the higher count wins; a tie goes to the greater (left bytes, right
+ * bytes), or with tie-break ranks given (HF's order) to the smaller
+ * (rank[left], rank[right]).
+ *
+ * Pair counts are 128-bit: the caller checks that no count can exceed that.
+ * ``MergeLoop.learn`` returns to Python every few merges, so Python handles
+ * signals, progress and checkpoints; merges are appended to the caller's list
+ * one by one, each complete before the next is chosen.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef __SIZEOF_INT128__
+#error "the merge loop needs a compiler with 128-bit integers"
+#endif
+
+typedef __int128 count_t;
+
+typedef struct {
+    count_t count;
+    uint32_t left, right;
+    uint32_t *words; /* indices of words holding the pair, each once, ascending per merge */
+    uint32_t nwords, capwords;
+    int32_t heap_pos; /* slot in the heap, -1 when not in it */
+} PairRec;
+
+typedef struct {
+    PyObject_HEAD
+    /* words */
+    uint32_t *symbols;   /* all words' IDs, word i at symbols[start[i]], length len[i] */
+    uint64_t *start;
+    uint32_t *len;
+    uint64_t *wcount;
+    size_t nwords;
+    /* pairs */
+    PairRec *pairs;
+    size_t npairs_alloc, npairs_cap;
+    int32_t *free_pairs;
+    size_t nfree, free_cap;
+    int32_t *table; /* hash slots: pair index or -1 */
+    size_t table_mask, table_used;
+    /* heap of pair indices */
+    int32_t *heap;
+    size_t heap_len, heap_cap;
+    /* tokens */
+    unsigned char *tok_bytes;
+    size_t tok_bytes_len, tok_bytes_cap;
+    uint64_t *tok_off;
+    uint32_t *tok_len;
+    uint32_t *rank; /* tie-break rank per token, NULL for the byte order */
+    size_t ntokens, tok_cap;
+    int32_t *spelled; /* hash set of token IDs by their bytes, -1 empty */
+    size_t spelled_mask, spelled_used;
+    count_t min_frequency;
+    /* scratch */
+    int32_t *created;
+    size_t ncreated, created_cap;
+    uint32_t *sites;
+    size_t sites_cap;
+} MergeLoop;
+
+/* --- small growable arrays ------------------------------------------------ */
+
+static int grow(void **array, size_t *cap, size_t need, size_t item) {
+    if (need <= *cap) return 0;
+    size_t cap2 = *cap ? *cap : 16;
+    while (cap2 < need) cap2 *= 2;
+    void *p = realloc(*array, cap2 * item);
+    if (!p) { PyErr_NoMemory(); return -1; }
+    *array = p;
+    *cap = cap2;
+    return 0;
+}
+
+/* --- the pair hash table -------------------------------------------------- */
+
+static inline uint64_t mix(uint64_t x) {
+    x ^= x >> 33; x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static inline uint64_t pair_hash(uint32_t left, uint32_t right) {
+    return mix(((uint64_t)left << 32) | right);
+}
+
+static int32_t find_pair(MergeLoop *s, uint32_t left, uint32_t right) {
+    size_t i = pair_hash(left, right) & s->table_mask;
+    for (;;) {
+        int32_t p = s->table[i];
+        if (p < 0) return -1;
+        if (s->pairs[p].left == left && s->pairs[p].right == right) return p;
+        i = (i + 1) & s->table_mask;
+    }
+}
+
+static int table_resize(MergeLoop *s, size_t slots) {
+    int32_t *old = s->table;
+    size_t old_slots = old ? s->table_mask + 1 : 0;
+    int32_t *table = malloc(slots * sizeof(int32_t));
+    if (!table) { PyErr_NoMemory(); return -1; }
+    memset(table, 0xff, slots * sizeof(int32_t));
+    s->table = table;
+    s->table_mask = slots - 1;
+    for (size_t i = 0; i < old_slots; i++) {
+        int32_t p = old[i];
+        if (p < 0) continue;
+        size_t j = pair_hash(s->pairs[p].left, s->pairs[p].right) & s->table_mask;
+        while (table[j] >= 0) j = (j + 1) & s->table_mask;
+        table[j] = p;
+    }
+    free(old);
+    return 0;
+}
+
+/* A new pair with one word; not yet in the heap. Returns its index or -1. */
+static int32_t add_pair(MergeLoop *s, uint32_t left, uint32_t right, count_t count, uint32_t word) {
+    if (2 * (s->table_used + 1) > s->table_mask + 1) {
+        if (table_resize(s, 2 * (s->table_mask + 1)) < 0) return -1;
+    }
+    int32_t p;
+    if (s->nfree) {
+        p = s->free_pairs[--s->nfree];
+    } else {
+        if (s->npairs_alloc >= INT32_MAX) { PyErr_SetString(PyExc_OverflowError, "too many pairs"); return -1; }
+        if (grow((void **)&s->pairs, &s->npairs_cap, s->npairs_alloc + 1, sizeof(PairRec)) < 0) return -1;
+        p = (int32_t)s->npairs_alloc++;
+    }
+    PairRec *r = &s->pairs[p];
+    r->count = count;
+    r->left = left;
+    r->right = right;
+    r->words = malloc(2 * sizeof(uint32_t));
+    if (!r->words) { PyErr_NoMemory(); return -1; }
+    r->words[0] = word;
+    r->nwords = 1;
+    r->capwords = 2;
+    r->heap_pos = -1;
+    size_t i = pair_hash(left, right) & s->table_mask;
+    while (s->table[i] >= 0) i = (i + 1) & s->table_mask;
+    s->table[i] = p;
+    s->table_used++;
+    return p;
+}
+
+static int add_word(PairRec *r, uint32_t word) {
+    if (r->words[r->nwords - 1] == word) return 0;
+    if (r->nwords == r->capwords) {
+        uint32_t cap = r->capwords * 2;
+        uint32_t *w = realloc(r->words, (size_t)cap * sizeof(uint32_t));
+        if (!w) { PyErr_NoMemory(); return -1; }
+        r->words = w;
+        r->capwords = cap;
+    }
+    r->words[r->nwords++] = word;
+    return 0;
+}
+
+/* Removes pair p from the hash table (backward-shift deletion). */
+static void unlink_pair(MergeLoop *s, int32_t p) {
+    size_t i = pair_hash(s->pairs[p].left, s->pairs[p].right) & s->table_mask;
+    while (s->table[i] != p) i = (i + 1) & s->table_mask;
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & s->table_mask;
+        int32_t q = s->table[j];
+        if (q < 0) break;
+        size_t home = pair_hash(s->pairs[q].left, s->pairs[q].right) & s->table_mask;
+        /* q may fill the hole at i if its home is not in (i, j] cyclically */
+        if (((j - home) & s->table_mask) >= ((j - i) & s->table_mask)) {
+            s->table[i] = q;
+            i = j;
+        }
+    }
+    s->table[i] = -1;
+    s->table_used--;
+}
+
+static int release_pair(MergeLoop *s, int32_t p) {
+    free(s->pairs[p].words);
+    s->pairs[p].words = NULL;
+    if (grow((void **)&s->free_pairs, &s->free_cap, s->nfree + 1, sizeof(int32_t)) < 0) return -1;
+    s->free_pairs[s->nfree++] = p;
+    return 0;
+}
+
+/* --- the heap ------------------------------------------------------------- */
+
+static inline int bytes_cmp(MergeLoop *s, uint32_t a, uint32_t b) {
+    uint32_t la = s->tok_len[a], lb = s->tok_len[b];
+    int c = memcmp(s->tok_bytes + s->tok_off[a], s->tok_bytes + s->tok_off[b], la < lb ? la : lb);
+    if (c) return c;
+    return (la > lb) - (la < lb);
+}
+
+/* Whether pair p comes before pair q: the pair training picks first. */
+static inline int better(MergeLoop *s, int32_t p, int32_t q) {
+    PairRec *a = &s->pairs[p], *b = &s->pairs[q];
+    if (a->count != b->count) return a->count > b->count;
+    if (s->rank) {
+        uint32_t ra = s->rank[a->left], rb = s->rank[b->left];
+        if (ra != rb) return ra < rb;
+        return s->rank[a->right] < s->rank[b->right];
+    }
+    int c = bytes_cmp(s, a->left, b->left);
+    if (c) return c > 0;
+    return bytes_cmp(s, a->right, b->right) > 0;
+}
+
+static inline void heap_set(MergeLoop *s, size_t i, int32_t p) {
+    s->heap[i] = p;
+    s->pairs[p].heap_pos = (int32_t)i;
+}
+
+static void sift_up(MergeLoop *s, size_t i) {
+    int32_t p = s->heap[i];
+    while (i) {
+        size_t parent = (i - 1) / 2;
+        if (!better(s, p, s->heap[parent])) break;
+        heap_set(s, i, s->heap[parent]);
+        i = parent;
+    }
+    heap_set(s, i, p);
+}
+
+static void sift_down(MergeLoop *s, size_t i) {
+    int32_t p = s->heap[i];
+    for (;;) {
+        size_t child = 2 * i + 1;
+        if (child >= s->heap_len) break;
+        if (child + 1 < s->heap_len && better(s, s->heap[child + 1], s->heap[child])) child++;
+        if (!better(s, s->heap[child], p)) break;
+        heap_set(s, i, s->heap[child]);
+        i = child;
+    }
+    heap_set(s, i, p);
+}
+
+static int heap_push(MergeLoop *s, int32_t p) {
+    if (grow((void **)&s->heap, &s->heap_cap, s->heap_len + 1, sizeof(int32_t)) < 0) return -1;
+    heap_set(s, s->heap_len++, p);
+    sift_up(s, s->heap_len - 1);
+    return 0;
+}
+
+static void heap_remove(MergeLoop *s, int32_t p) {
+    size_t i = (size_t)s->pairs[p].heap_pos;
+    s->pairs[p].heap_pos = -1;
+    s->heap_len--;
+    if (i == s->heap_len) return;
+    int32_t moved = s->heap[s->heap_len];
+    heap_set(s, i, moved);
+    if (i && better(s, moved, s->heap[(i - 1) / 2]))
+        sift_up(s, i);
+    else
+        sift_down(s, i);
+}
+
+/* Forgets pair p: no count, no index, no heap slot. */
+static int forget_pair(MergeLoop *s, int32_t p) {
+    if (s->pairs[p].heap_pos >= 0) heap_remove(s, p);
+    unlink_pair(s, p);
+    return release_pair(s, p);
+}
+
+/* --- tokens and their bytes ----------------------------------------------- */
+
+static inline uint64_t bytes_hash(const unsigned char *b, size_t n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) { h ^= b[i]; h *= 1099511628211ULL; }
+    return mix(h);
+}
+
+static int spelled_find(MergeLoop *s, const unsigned char *b, size_t n) {
+    size_t i = bytes_hash(b, n) & s->spelled_mask;
+    for (;;) {
+        int32_t t = s->spelled[i];
+        if (t < 0) return 0;
+        if (s->tok_len[t] == n && !memcmp(s->tok_bytes + s->tok_off[t], b, n)) return 1;
+        i = (i + 1) & s->spelled_mask;
+    }
+}
+
+static int spelled_insert(MergeLoop *s, int32_t token) {
+    if (2 * (s->spelled_used + 1) > s->spelled_mask + 1) {
+        size_t slots = 2 * (s->spelled_mask + 1);
+        int32_t *set = malloc(slots * sizeof(int32_t));
+        if (!set) { PyErr_NoMemory(); return -1; }
+        memset(set, 0xff, slots * sizeof(int32_t));
+        for (size_t i = 0; i <= s->spelled_mask; i++) {
+            int32_t t = s->spelled[i];
+            if (t < 0) continue;
+            size_t j = bytes_hash(s->tok_bytes + s->tok_off[t], s->tok_len[t]) & (slots - 1);
+            while (set[j] >= 0) j = (j + 1) & (slots - 1);
+            set[j] = t;
+        }
+        free(s->spelled);
+        s->spelled = set;
+        s->spelled_mask = slots - 1;
+    }
+    size_t i = bytes_hash(s->tok_bytes + s->tok_off[token], s->tok_len[token]) & s->spelled_mask;
+    while (s->spelled[i] >= 0) i = (i + 1) & s->spelled_mask;
+    s->spelled[i] = token;
+    s->spelled_used++;
+    return 0;
+}
+
+/* Appends a token spelling the n bytes at b, with its tie-break rank. */
+static int add_token(MergeLoop *s, const unsigned char *b, size_t n, uint32_t rank) {
+    if (grow((void **)&s->tok_bytes, &s->tok_bytes_cap, s->tok_bytes_len + n, 1) < 0) return -1;
+    size_t cap = s->tok_cap;
+    if (grow((void **)&s->tok_off, &cap, s->ntokens + 1, sizeof(uint64_t)) < 0) return -1;
+    cap = s->tok_cap;
+    if (grow((void **)&s->tok_len, &cap, s->ntokens + 1, sizeof(uint32_t)) < 0) return -1;
+    if (s->rank) {
+        cap = s->tok_cap;
+        if (grow((void **)&s->rank, &cap, s->ntokens + 1, sizeof(uint32_t)) < 0) return -1;
+    }
+    s->tok_cap = cap;
+    /* b may lie in tok_bytes' spare room: learn() reserves it, so grow() above moved nothing */
+    memcpy(s->tok_bytes + s->tok_bytes_len, b, n);
+    s->tok_off[s->ntokens] = s->tok_bytes_len;
+    s->tok_len[s->ntokens] = (uint32_t)n;
+    if (s->rank) s->rank[s->ntokens] = rank;
+    s->tok_bytes_len += n;
+    s->ntokens++;
+    return spelled_insert(s, (int32_t)(s->ntokens - 1));
+}
+
+/* --- applying one merge --------------------------------------------------- */
+
+/* The count of pair (left, right) falls by count: forgotten below min_frequency. */
+static int lose(MergeLoop *s, uint32_t left, uint32_t right, count_t count) {
+    int32_t p = find_pair(s, left, right);
+    if (p < 0) return 0; /* already forgotten */
+    s->pairs[p].count -= count;
+    if (s->pairs[p].count < s->min_frequency) return forget_pair(s, p);
+    if (s->pairs[p].heap_pos >= 0) sift_down(s, (size_t)s->pairs[p].heap_pos);
+    return 0;
+}
+
+/* The count of pair (left, right) rises by count in word i (a pair with the new token). */
+static int gain(MergeLoop *s, uint32_t left, uint32_t right, count_t count, uint32_t i) {
+    int32_t p = find_pair(s, left, right);
+    if (p < 0) {
+        p = add_pair(s, left, right, count, i);
+        if (p < 0) return -1;
+        if (grow((void **)&s->created, &s->created_cap, s->ncreated + 1, sizeof(int32_t)) < 0) return -1;
+        s->created[s->ncreated++] = p;
+        return 0;
+    }
+    s->pairs[p].count += count;
+    if (s->pairs[p].heap_pos >= 0) sift_up(s, (size_t)s->pairs[p].heap_pos);
+    return add_word(&s->pairs[p], i);
+}
+
+/* Merges (a, b) into new in word i and updates the pairs around each site,
+ * exactly as bpe/trainer.py's _apply_merge does. */
+static int merge_word(MergeLoop *s, uint32_t i, uint32_t a, uint32_t b, uint32_t new) {
+    uint32_t *w = s->symbols + s->start[i];
+    uint32_t n = s->len[i], out = 0, nsites = 0;
+    if (grow((void **)&s->sites, &s->sites_cap, n, sizeof(uint32_t)) < 0) return -1;
+    for (uint32_t k = 0; k < n;) {
+        if (k + 1 < n && w[k] == a && w[k + 1] == b) {
+            s->sites[nsites++] = out;
+            w[out++] = new;
+            k += 2;
+        } else {
+            w[out++] = w[k++];
+        }
+    }
+    if (!nsites) return 0; /* the pair left this word through an earlier merge */
+    s->len[i] = out;
+    count_t count = (count_t)s->wcount[i];
+    uint32_t last = out - 1;
+    for (uint32_t m = 0; m < nsites; m++) {
+        uint32_t k = s->sites[m];
+        if (k) {
+            uint32_t neighbour = w[k - 1];
+            if (lose(s, neighbour == new ? b : neighbour, a, count) < 0) return -1;
+            if (gain(s, neighbour, new, count, i) < 0) return -1;
+        }
+        if (k < last) {
+            uint32_t neighbour = w[k + 1];
+            if (neighbour != new) {
+                if (lose(s, b, neighbour, count) < 0) return -1;
+                if (gain(s, new, neighbour, count, i) < 0) return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Applies pair p (already out of the table and the heap) as token new. */
+static int apply_merge(MergeLoop *s, int32_t p, uint32_t new) {
+    uint32_t a = s->pairs[p].left, b = s->pairs[p].right;
+    uint32_t *words = s->pairs[p].words, nwords = s->pairs[p].nwords;
+    s->pairs[p].words = NULL;
+    int rc = 0;
+    s->ncreated = 0;
+    for (uint32_t m = 0; m < nwords && rc == 0; m++) rc = merge_word(s, words[m], a, b, new);
+    free(words);
+    if (rc == 0) rc = release_pair(s, p);
+    for (size_t m = 0; m < s->ncreated && rc == 0; m++) {
+        int32_t q = s->created[m];
+        rc = s->pairs[q].count >= s->min_frequency ? heap_push(s, q) : forget_pair(s, q);
+    }
+    return rc;
+}
+
+/* --- the Python type ------------------------------------------------------ */
+
+static void MergeLoop_dealloc(MergeLoop *s) {
+    for (size_t p = 0; p < s->npairs_alloc; p++) free(s->pairs[p].words);
+    free(s->pairs); free(s->free_pairs); free(s->table); free(s->heap);
+    free(s->symbols); free(s->start); free(s->len); free(s->wcount);
+    free(s->tok_bytes); free(s->tok_off); free(s->tok_len); free(s->rank); free(s->spelled);
+    free(s->created); free(s->sites);
+    Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+static int as_count(PyObject *obj, count_t *out) {
+    int overflow = 0;
+    long long value = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (value == -1 && PyErr_Occurred()) return -1;
+    if (!overflow) { *out = value; return 0; }
+    unsigned long long v = PyLong_AsUnsignedLongLong(obj);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) return -1;
+    *out = (count_t)v;
+    return 0;
+}
+
+/* Reads the IDs of one word: a bytes object (one ID per byte) or a str (one per code point). */
+static int read_word(MergeLoop *s, PyObject *word, size_t i, size_t *used, size_t *cap) {
+    Py_ssize_t n;
+    if (PyBytes_Check(word)) {
+        n = PyBytes_GET_SIZE(word);
+    } else if (PyUnicode_Check(word)) {
+        n = PyUnicode_GET_LENGTH(word);
+    } else {
+        PyErr_SetString(PyExc_TypeError, "words must be bytes or str");
+        return -1;
+    }
+    if (n > UINT32_MAX) { PyErr_SetString(PyExc_OverflowError, "word too long"); return -1; }
+    if (grow((void **)&s->symbols, cap, *used + (size_t)n, sizeof(uint32_t)) < 0) return -1;
+    uint32_t *dst = s->symbols + *used;
+    if (PyBytes_Check(word)) {
+        const unsigned char *src = (const unsigned char *)PyBytes_AS_STRING(word);
+        for (Py_ssize_t k = 0; k < n; k++) dst[k] = src[k];
+    } else {
+        int kind = PyUnicode_KIND(word);
+        const void *data = PyUnicode_DATA(word);
+        for (Py_ssize_t k = 0; k < n; k++) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, k);
+            if (c >= s->ntokens) { PyErr_SetString(PyExc_ValueError, "word uses an unknown token ID"); return -1; }
+            dst[k] = c;
+        }
+    }
+    s->start[i] = *used;
+    s->len[i] = (uint32_t)n;
+    *used += (size_t)n;
+    return 0;
+}
+
+/* Counts every pair of every word; keeps those that reach min_frequency in the heap. */
+static int count_pairs(MergeLoop *s) {
+    for (size_t i = 0; i < s->nwords; i++) {
+        if (!(i & 0xffff) && PyErr_CheckSignals() < 0) return -1;
+        const uint32_t *w = s->symbols + s->start[i];
+        count_t count = (count_t)s->wcount[i];
+        for (uint32_t k = 0; k + 1 < s->len[i]; k++) {
+            int32_t p = find_pair(s, w[k], w[k + 1]);
+            if (p < 0) {
+                if (add_pair(s, w[k], w[k + 1], count, (uint32_t)i) < 0) return -1;
+            } else {
+                s->pairs[p].count += count;
+                if (add_word(&s->pairs[p], (uint32_t)i) < 0) return -1;
+            }
+        }
+    }
+    for (size_t p = 0; p < s->npairs_alloc; p++) {
+        if (s->pairs[p].count < s->min_frequency) {
+            if (forget_pair(s, (int32_t)p) < 0) return -1;
+        } else {
+            if (grow((void **)&s->heap, &s->heap_cap, s->heap_len + 1, sizeof(int32_t)) < 0) return -1;
+            heap_set(s, s->heap_len++, (int32_t)p);
+        }
+    }
+    for (size_t i = s->heap_len / 2; i-- > 0;) sift_down(s, i);
+    return 0;
+}
+
+static int MergeLoop_init(MergeLoop *s, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"words", "counts", "token_bytes", "min_frequency", "ranks", NULL};
+    PyObject *words, *counts, *token_bytes, *min_frequency, *ranks = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!O!O|O", kwlist, &PyList_Type, &words, &PyList_Type, &counts,
+                                     &PyList_Type, &token_bytes, &min_frequency, &ranks))
+        return -1;
+    if (s->symbols || s->table) { PyErr_SetString(PyExc_RuntimeError, "MergeLoop is initialised once"); return -1; }
+    if (PyList_GET_SIZE(words) != PyList_GET_SIZE(counts)) {
+        PyErr_SetString(PyExc_ValueError, "words and counts differ in length");
+        return -1;
+    }
+    if ((size_t)PyList_GET_SIZE(words) > UINT32_MAX) { PyErr_SetString(PyExc_OverflowError, "too many words"); return -1; }
+    if (as_count(min_frequency, &s->min_frequency) < 0) return -1;
+    Py_ssize_t ntok = PyList_GET_SIZE(token_bytes);
+    if (ranks != Py_None) {
+        if (!PyList_Check(ranks) || PyList_GET_SIZE(ranks) != ntok) {
+            PyErr_SetString(PyExc_ValueError, "ranks must be a list, one rank per token");
+            return -1;
+        }
+        s->rank = malloc((size_t)(ntok ? ntok : 1) * sizeof(uint32_t));
+        if (!s->rank) { PyErr_NoMemory(); return -1; }
+    }
+    s->spelled = malloc(1024 * sizeof(int32_t));
+    if (!s->spelled) { PyErr_NoMemory(); return -1; }
+    memset(s->spelled, 0xff, 1024 * sizeof(int32_t));
+    s->spelled_mask = 1023;
+    for (Py_ssize_t t = 0; t < ntok; t++) {
+        PyObject *tok = PyList_GET_ITEM(token_bytes, t);
+        if (!PyBytes_Check(tok)) { PyErr_SetString(PyExc_TypeError, "token_bytes must hold bytes"); return -1; }
+        uint32_t rank = 0;
+        if (s->rank) {
+            unsigned long r = PyLong_AsUnsignedLong(PyList_GET_ITEM(ranks, t));
+            if (r == (unsigned long)-1 && PyErr_Occurred()) return -1;
+            rank = (uint32_t)r;
+        }
+        if (add_token(s, (const unsigned char *)PyBytes_AS_STRING(tok), (size_t)PyBytes_GET_SIZE(tok), rank) < 0)
+            return -1;
+    }
+
+    s->nwords = (size_t)PyList_GET_SIZE(words);
+    size_t n = s->nwords ? s->nwords : 1;
+    s->start = malloc(n * sizeof(uint64_t));
+    s->len = malloc(n * sizeof(uint32_t));
+    s->wcount = malloc(n * sizeof(uint64_t));
+    if (!s->start || !s->len || !s->wcount) { PyErr_NoMemory(); return -1; }
+    size_t used = 0, cap = 0;
+    for (size_t i = 0; i < s->nwords; i++) {
+        if (read_word(s, PyList_GET_ITEM(words, i), i, &used, &cap) < 0) return -1;
+        unsigned long long c = PyLong_AsUnsignedLongLong(PyList_GET_ITEM(counts, i));
+        if (c == (unsigned long long)-1 && PyErr_Occurred()) return -1;
+        s->wcount[i] = c;
+    }
+    if (used < cap && used) { /* give back the slack of the doubling */
+        uint32_t *shrunk = realloc(s->symbols, used * sizeof(uint32_t));
+        if (shrunk) s->symbols = shrunk;
+    }
+    if (table_resize(s, 1024) < 0) return -1;
+    return count_pairs(s);
+}
+
+PyDoc_STRVAR(learn_doc,
+"learn(merges, target) -> bool\n\n"
+"Learns merges until len(merges) == target, appending each (left, right) to\n"
+"merges. Returns False when no pair is left to merge, True otherwise.");
+
+static PyObject *MergeLoop_learn(MergeLoop *s, PyObject *args) {
+    PyObject *merges;
+    Py_ssize_t target;
+    if (!PyArg_ParseTuple(args, "O!n", &PyList_Type, &merges, &target)) return NULL;
+    if (!s->table) { PyErr_SetString(PyExc_RuntimeError, "MergeLoop is not initialised"); return NULL; }
+    while (PyList_GET_SIZE(merges) < target) {
+        /* between merges the state is whole: a KeyboardInterrupt leaves it usable */
+        if (PyErr_CheckSignals() < 0) return NULL;
+        if (!s->heap_len) Py_RETURN_FALSE;
+        int32_t p = s->heap[0];
+        uint32_t a = s->pairs[p].left, b = s->pairs[p].right;
+        size_t na = s->tok_len[a], nb = s->tok_len[b];
+        /* the new token's bytes, assembled apart from tok_bytes, which may move */
+        if (grow((void **)&s->tok_bytes, &s->tok_bytes_cap, s->tok_bytes_len + 2 * (na + nb), 1) < 0) return NULL;
+        unsigned char *scratch = s->tok_bytes + s->tok_bytes_len + na + nb;
+        memcpy(scratch, s->tok_bytes + s->tok_off[a], na);
+        memcpy(scratch + na, s->tok_bytes + s->tok_off[b], nb);
+        if (spelled_find(s, scratch, na + nb)) {
+            /* the duplicate-bytes rule: never chosen, so forget the pair */
+            if (forget_pair(s, p) < 0) return NULL;
+            continue;
+        }
+        if (s->ntokens > 0x10ffff) { PyErr_SetString(PyExc_OverflowError, "too many tokens"); return NULL; }
+        uint32_t new = (uint32_t)s->ntokens;
+        PyObject *pair = Py_BuildValue("(II)", a, b);
+        if (!pair) return NULL;
+        if (PyList_Append(merges, pair) < 0) { Py_DECREF(pair); return NULL; }
+        Py_DECREF(pair);
+        if (add_token(s, scratch, na + nb, new) < 0) return NULL;
+        heap_remove(s, p);
+        unlink_pair(s, p);
+        if (apply_merge(s, p, new) < 0) return NULL;
+    }
+    Py_RETURN_TRUE;
+}
+
+static PyObject *MergeLoop_memory(MergeLoop *s, PyObject *Py_UNUSED(ignored)) {
+    size_t total = s->nwords * (sizeof(uint64_t) * 2 + sizeof(uint32_t));
+    for (size_t i = 0; i < s->nwords; i++) total += s->len[i] * sizeof(uint32_t);
+    total += s->npairs_cap * sizeof(PairRec) + (s->table_mask + 1) * sizeof(int32_t) + s->heap_cap * sizeof(int32_t);
+    for (size_t p = 0; p < s->npairs_alloc; p++)
+        if (s->pairs[p].words) total += s->pairs[p].capwords * sizeof(uint32_t);
+    return PyLong_FromSize_t(total);
+}
+
+static PyMethodDef MergeLoop_methods[] = {
+    {"learn", (PyCFunction)MergeLoop_learn, METH_VARARGS, learn_doc},
+    {"memory", (PyCFunction)MergeLoop_memory, METH_NOARGS, "Bytes the loop holds now (words, pairs, heap)."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyDoc_STRVAR(MergeLoop_doc,
+"MergeLoop(words, counts, token_bytes, min_frequency, ranks=None)\n\n"
+"The merge loop's state over a word-count table.\n\n"
+"words: bytes or str per word (one token ID per byte or code point); counts:\n"
+"one non-negative count per word, below 2**64; token_bytes: the bytes of every\n"
+"token that exists (ID order); min_frequency: the smallest count a pair may\n"
+"have to be merged (at least 1); ranks: None for ties to the greatest byte\n"
+"pair, or one tie-break rank per token (ties to the smallest rank pair; a new\n"
+"token's rank is its ID).");
+
+static PyTypeObject MergeLoopType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "bpe._merges.MergeLoop",
+    .tp_basicsize = sizeof(MergeLoop),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = MergeLoop_doc,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)MergeLoop_init,
+    .tp_dealloc = (destructor)MergeLoop_dealloc,
+    .tp_methods = MergeLoop_methods,
+};
+
+static struct PyModuleDef merges_module = {
+    PyModuleDef_HEAD_INIT, .m_name = "bpe._merges", .m_doc = "The BPE merge loop in C (see bpe/merge_loop.py).", .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__merges(void) {
+    if (PyType_Ready(&MergeLoopType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&merges_module);
+    if (!m) return NULL;
+    Py_INCREF(&MergeLoopType);
+    if (PyModule_AddObject(m, "MergeLoop", (PyObject *)&MergeLoopType) < 0) {
+        Py_DECREF(&MergeLoopType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
