@@ -38,11 +38,12 @@ import sys
 import time
 from typing import Callable, Mapping, Sequence
 
+from bpe.decoder import vocabulary_bytes
 from bpe.encoder import PieceEncoder
 from bpe.merge_loop import MergeLoop as PythonMergeLoop
 from bpe.pretokenize import compile_pattern
 from bpe.reference import TIE_BREAKS, check_count, hf_byte_ranks, piece_bytes
-from bpe.tokenizer import Tokenizer
+from bpe.tokenizer import Tokenizer, check_special_tokens
 
 if os.environ.get("BEAM_BPE_PURE_PYTHON") == "1":
     _merges = None
@@ -103,7 +104,7 @@ def check_merges(resume_from: Sequence[Pair]) -> list[Pair]:
       ValueError: naming the first merge that breaks a rule.
     """
     merges: list[Pair] = []
-    token_bytes = [bytes([b]) for b in range(256)]
+    token_bytes = vocabulary_bytes()
     spelled = set(token_bytes)
     for i, pair in enumerate(resume_from):
         try:
@@ -278,9 +279,7 @@ def _learn_merges(
     """
     if merges:
         _replay(words, merges)
-    token_bytes = [bytes([b]) for b in range(256)]  # ID -> the bytes it spells
-    for left, right in merges:
-        token_bytes.append(token_bytes[left] + token_bytes[right])
+    token_bytes = vocabulary_bytes(merges)  # ID -> the bytes it spells
     loop = _new_loop(words, counts, token_bytes, max(1, min_frequency), tie_break)
     words.clear()  # the loop holds the words now, in its own form
 
@@ -343,13 +342,7 @@ def train(
     Returns:
       A ``bpe.tokenizer.Tokenizer``.
     """
-    special_tokens = tuple(special_tokens)
-    for token in special_tokens:
-        if not isinstance(token, str) or not token:
-            raise ValueError(f"special tokens must be non-empty strings, got {token!r}")
-    duplicates = sorted({t for t in special_tokens if special_tokens.count(t) > 1})
-    if duplicates:
-        raise ValueError(f"duplicate special tokens: {', '.join(map(repr, duplicates))}")
+    special_tokens = check_special_tokens(special_tokens)
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
         raise ValueError(f"vocab_size must be an integer, got {vocab_size!r}")
     minimum = 256 + len(special_tokens)

@@ -128,7 +128,7 @@ class Checkpoint:
 
     def __init__(self, output: str, table_id: dict, args: argparse.Namespace):
         self.path = FileSystems.join(output, CHECKPOINT_FILE)
-        # The merges depend on the table and min_frequency only; the pattern
+        # The merges depend on the table, min_frequency and the tie-break only; the pattern
         # must match because the table was counted with it. vocab_size and the
         # special tokens only say how many merges to learn, and the first N
         # merges of any run are the same: they may change between runs.
@@ -136,6 +136,7 @@ class Checkpoint:
             "word_counts": table_id,
             "min_frequency": args.min_frequency,
             "pattern": args.pattern,
+            "tie_break": args.tie_break,
         }
         self.wanted = {"vocab_size": args.vocab_size, "special_tokens": list(args.special_token)}
         self.saved = 0  # how many merges the file on disk holds
@@ -152,6 +153,7 @@ class Checkpoint:
                 raise UserError(f"cannot --resume: {self.path} is damaged; delete it to start the merges from zero")
             print(f"beam-bpe train: no checkpoint in {self.path}; starting the merges from zero", file=sys.stderr)
             return []
+        data.setdefault("tie_break", "bytes")  # checkpoints of versions before --tie-break
         for key, value in self.settings.items():
             if data.get(key) != value:
                 what = "another word-count table" if key == "word_counts" else (

@@ -60,6 +60,7 @@ SETTINGS = {
     "pattern": Setting("str", "gpt2"),
     "special_token": Setting("list", []),
     "min_frequency": Setting("int", 2),
+    "tie_break": Setting("str", "bytes"),
     "min_word_count": Setting("int", 1),
     "word_counts": Setting("str"),
     "strict": Setting("bool", False),
@@ -85,7 +86,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", metavar="FORMAT", help=h("format", f"one of {', '.join(FORMATS)}"))
     parser.add_argument("--text-field", metavar="NAME", help=h("text_field", "jsonl key / Parquet column of the text"))
     parser.add_argument("--pattern", metavar="PATTERN",
-                        help=h("pattern", "pre-tokenizer: gpt2, cl100k, o200k or a regex"))
+                        help=h("pattern", "pre-tokenizer: gpt2, cl100k, o200k, hf-bytelevel or a regex"))
+    parser.add_argument("--tie-break", choices=("bytes", "hf"),
+                        help=h("tie_break", "order of pairs with equal counts: bytes (the greatest byte pair) or hf "
+                               "(HF tokenizers' BpeTrainer; with --pattern hf-bytelevel it gives HF's merges)"))
     parser.add_argument("--special-token", action="append", metavar="TOKEN",
                         help="a special token, given its own ID after the merges; repeatable")
     parser.add_argument("--min-frequency", type=int, metavar="N",
@@ -122,6 +126,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         pattern=args.pattern,
         min_word_count=args.min_word_count,
         min_frequency=args.min_frequency,
+        tie_break=args.tie_break,
         special_tokens=list(args.special_token),
         word_counts=args.word_counts or FileSystems.join(output, WORD_COUNTS_FILE),
     )
@@ -199,6 +204,7 @@ def _merge_phase(args: argparse.Namespace, table: dict, checkpoint: Checkpoint, 
                 resume_from=resume_from,
                 checkpoint=checkpoint.save,
                 checkpoint_every=args.checkpoint_every,
+                tie_break=args.tie_break,
             )
     except ValueError as e:  # checked up front; kept so a slip is still one line
         raise UserError(str(e)) from None

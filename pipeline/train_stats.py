@@ -21,7 +21,7 @@ class TrainStats:
     Attributes:
       inputs: the --input globs ([] when training from --word-counts).
       files: how many files they matched.
-      pattern, min_word_count, min_frequency, special_tokens: the settings.
+      pattern, min_word_count, min_frequency, tie_break, special_tokens: the settings.
       runner: the runner that counted (None when nothing was counted).
       documents, bytes, pieces: read and pre-tokenized by the count job
         (its counters; None if the runner reports none).
@@ -40,6 +40,7 @@ class TrainStats:
     pattern: str
     min_word_count: int
     min_frequency: int
+    tie_break: str
     special_tokens: list[str]
     runner: str | None = None
     documents: int | None = None

@@ -126,3 +126,23 @@ def test_unknown_tie_break_is_an_error():
         train_merges({b"ab": 2}, 1, tie_break="HF")
     with pytest.raises(ValueError, match="tie_break must be one of bytes, hf"):
         reference.train_bytes({b"ab": 2}, 1, tie_break="first")
+
+
+def test_train_cli_with_tie_break_hf_gives_hf_merges(docs, tmp_path):
+    """``beam-bpe train --pattern hf-bytelevel --tie-break hf``: HF's merges, in order, from files."""
+    from tests.helpers import IN_MEMORY, train
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"text": doc}) + "\n" for doc in docs), encoding="utf-8")
+    out = tmp_path / "tok"
+    assert train("--input", str(corpus), "--vocab-size", "1500", "--pattern", "hf-bytelevel",
+                 "--tie-break", "hf", "--min-frequency", "2", "--output", str(out), *IN_MEMORY) == 0
+    expected, _ = hf_merges(docs, 1500, (), 2)
+    ours = bpe.Tokenizer.load(str(out))
+    assert spelled_merges(ours.merges) == expected
+    assert json.loads((out / "train_stats.json").read_text())["tie_break"] == "hf"
+    # The tie-break is what makes the difference: by default the same text gives other merges.
+    default = tmp_path / "default"
+    assert train("--input", str(corpus), "--vocab-size", "1500", "--pattern", "hf-bytelevel",
+                 "--output", str(default), *IN_MEMORY) == 0
+    assert spelled_merges(bpe.Tokenizer.load(str(default)).merges) != expected

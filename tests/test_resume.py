@@ -76,8 +76,10 @@ def stop_during_merges(argv: list[str], output: str, sig: signal.Signals) -> tup
     Returns:
       (the finished process, the merges in the checkpoint it leaves).
     """
+    # The pure-Python merge loop, slow enough to be stopped mid-way on this small table; which
+    # loop runs never changes the merges (tests/test_merge_loop.py stops the C loop itself).
     process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
+                               start_new_session=True, env={**os.environ, "BEAM_BPE_PURE_PYTHON": "1"})
     deadline = time.monotonic() + 60
     # Merges in the checkpoint: the merge loop is running (the first checkpoint,
     # written as merging starts, is empty).
