@@ -172,6 +172,7 @@ def write_token_shards(docs, directory, shards=1, rows_per_group=None, sha256="0
                        eos_token_id=None):
     """Writes (id, tokens) documents as ``shards`` token shards, in order (shard 0
     holds the first documents); returns the shard paths, sorted."""
+    from transforms.encode import TokenRow
     from transforms.shards import rows_to_table, shard_schema
 
     directory = pathlib.Path(directory)
@@ -181,7 +182,7 @@ def write_token_shards(docs, directory, shards=1, rows_per_group=None, sha256="0
     paths = []
     for s in range(shards):
         path = directory / f"part-{s:05d}-of-{shards:05d}.parquet"
-        table = rows_to_table(docs[bounds[s]: bounds[s + 1]], schema)
+        table = rows_to_table([TokenRow(i, t) for i, t in docs[bounds[s]: bounds[s + 1]]], schema)
         pq.write_table(table, path, row_group_size=rows_per_group or max(1, table.num_rows))
         paths.append(str(path))
     return paths

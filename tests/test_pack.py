@@ -233,17 +233,18 @@ def test_a_complete_result_is_replaced_only_with_overwrite(shards, tmp_path, cap
     assert "leftovers" in capsys.readouterr().err
     assert packed_splits(out) == first and not (out / ".staging").exists()
     assert pack(*argv, "--overwrite", "--seed", "1") == 0
-    assert packed_splits(out) != first and sorted(os.listdir(out)) == ["stats.json", "train", "validation"]
+    assert packed_splits(out) != first and sorted(os.listdir(out)) == ["stats.json", "train"]  # no validation sequences
 
 
 def test_shards_written_by_other_tools(tmp_path, capsys):
     """Columns in another order, an extra column, no Parquet statistics: the same sequences."""
     import pyarrow as pa
 
+    from transforms.encode import TokenRow
     from transforms.shards import rows_to_table, shard_schema
 
     docs = random_docs(60, seed=2)
-    table = rows_to_table(docs, shard_schema("f" * 64, 1000))
+    table = rows_to_table([TokenRow(i, t) for i, t in docs], shard_schema("f" * 64, 1000))
     other = pa.table({"tokens": table.column("tokens"), "lang": pa.array(["en"] * len(docs)),
                       "id": table.column("id")}).replace_schema_metadata(table.schema.metadata)
     (tmp_path / "in").mkdir()
