@@ -11,16 +11,18 @@ more than about one of those; the algorithm is ``transforms.packing``.
                                                                    GroupByKey
                                                                        └──Assemble──> SequenceBlock
 
-Units are read twice (to count, then to cut), which is what lets every
-worker know the global position of its tokens without any global order in
-memory. With ``validation_documents`` a first pass over the ids finds the
-hash of the N-th smallest.
+Every worker knows the global position of its tokens without any global
+order in memory: without a validation split the footers give each unit's
+counts; with one, units are read twice (to count by split, then to cut).
+With ``validation_documents`` a first pass over the ids finds the hash of the
+N-th smallest. A unit is read as a stream of batches of about
+``BATCH_TOKENS`` tokens, so a row group of any size fits a worker.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable, NamedTuple, Sequence, Tuple
+from typing import Iterable, Iterator, NamedTuple, Sequence, Tuple
 
 import apache_beam as beam
 import numpy as np
@@ -68,6 +70,8 @@ class SequenceBlockCoder(SizedPickleCoder):
 
 beam.coders.registry.register_coder(Pieces, PiecesCoder)
 beam.coders.registry.register_coder(SequenceBlock, SequenceBlockCoder)
+# About how many tokens a worker reads from a shard at a time.
+BATCH_TOKENS = 1 << 20
 # Pieces keyed by (split, output file): what the pieces' GroupByKey receives.
 PiecesByFile = Tuple[Tuple[str, int], Pieces]
 
@@ -135,32 +139,55 @@ def _leaf_column(parquet: pq.ParquetFile, name: str) -> int:
     return next(i for i in range(len(schema)) if schema.column(i).path.split(".")[0] == name)
 
 
-def _row_group_tokens(parquet: pq.ParquetFile, row_group: int) -> int:
+def _footer_tokens(parquet: pq.ParquetFile, row_group: int) -> int | None:
+    """The tokens of a row group by its footer's statistics; None without them."""
     column = _leaf_column(parquet, "tokens")
     stats = parquet.metadata.row_group(row_group).column(column).statistics
     if stats is not None and stats.has_null_count:
         return stats.num_values  # the leaf's non-null values are the tokens
+    return None
+
+
+def _row_group_tokens(parquet: pq.ParquetFile, row_group: int) -> int:
+    tokens = _footer_tokens(parquet, row_group)
+    if tokens is not None:
+        return tokens
     lengths = parquet.read_row_group(row_group, columns=["tokens"]).column(0).combine_chunks()
     return int(np.sum(pc.list_value_length(lengths).to_numpy(zero_copy_only=False)))
 
 
-def read_unit(unit: Unit) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """(ids, token counts, all tokens back to back) of one unit's documents."""
-    table = _open(unit.path).read_row_group(unit.row_group, columns=["id", "tokens"])
-    tokens = table.column("tokens").combine_chunks()
-    offsets = tokens.offsets.to_numpy()
-    values = tokens.values.to_numpy()[offsets[0]: offsets[-1]]
-    return table.column("id").to_pylist(), np.diff(offsets).astype(np.int64), values
+def read_batches(unit: Unit, batch_tokens: int | None = None) -> Iterator[tuple[list[str], np.ndarray, np.ndarray]]:
+    """(ids, token counts, all tokens back to back) of one unit's documents, in
+    batches of about ``batch_tokens`` tokens (by the footer's average per row),
+    read as a stream: a worker holds one batch, whatever the row group's size."""
+    batch_tokens = batch_tokens or BATCH_TOKENS
+    parquet = _open(unit.path)
+    rows = parquet.metadata.row_group(unit.row_group).num_rows
+    tokens = _footer_tokens(parquet, unit.row_group)
+    batch_rows = max(1, rows * batch_tokens // tokens) if tokens else max(1, rows)
+    for batch in parquet.iter_batches(batch_size=batch_rows, row_groups=[unit.row_group], columns=["id", "tokens"],
+                                      use_threads=False):
+        column = batch.column("tokens")
+        offsets = column.offsets.to_numpy()
+        values = column.values.to_numpy()[offsets[0]: offsets[-1]]
+        yield batch.column("id").to_pylist(), np.diff(offsets).astype(np.int64), values
 
 
 def _split_documents(unit: Unit, rule: ValidationRule | None):
-    """For each split: the unit's documents in it as (token counts, tokens, ids)."""
-    ids, lengths, tokens = read_unit(unit)
-    for split, mask in split_masks(ids, rule).items():
-        if mask.all():
-            yield split, lengths, tokens, pa.array(ids, pa.string())
-        elif mask.any():
-            yield split, lengths[mask], tokens[np.repeat(mask, lengths)], pa.array(ids, pa.string()).filter(mask)
+    """For each batch of the unit and each split: (split, where the batch's first
+    token of that split is within the unit's tokens of the split, token counts,
+    tokens, ids) of the batch's documents in the split."""
+    done = dict.fromkeys(SPLITS, 0)
+    for ids, lengths, tokens in read_batches(unit):
+        for split, mask in split_masks(ids, rule).items():
+            if mask.all():
+                part = split, done[split], lengths, tokens, pa.array(ids, pa.string())
+            elif mask.any():
+                part = split, done[split], lengths[mask], tokens[np.repeat(mask, lengths)], pa.array(ids, pa.string()).filter(mask)
+            else:
+                continue
+            done[split] += int(part[2].sum())
+            yield part
 
 
 # ---------------------------------------------------------------- the DoFns
@@ -186,8 +213,13 @@ class _CountFn(beam.DoFn):
             tokens = _row_group_tokens(parquet, unit.row_group)
             yield unit.key, UnitCounts({"train": documents, "validation": 0}, {"train": tokens, "validation": 0})
             return
-        ids, lengths, _ = read_unit(unit)
-        yield unit.key, count_unit(ids, lengths, rule)
+        documents, tokens = dict.fromkeys(SPLITS, 0), dict.fromkeys(SPLITS, 0)
+        for ids, lengths, _ in read_batches(unit):
+            counts = count_unit(ids, lengths, rule)
+            for split in SPLITS:
+                documents[split] += counts.documents[split]
+                tokens[split] += counts.tokens[split]
+        yield unit.key, UnitCounts(documents, tokens)
 
 
 class _CutFn(beam.DoFn):
@@ -197,8 +229,8 @@ class _CutFn(beam.DoFn):
         self._pieces = metrics.counter("pack", "pieces")
 
     def process(self, unit: Unit, rule, offsets: Offsets, plans):
-        for split, lengths, tokens, ids in _split_documents(unit, rule):
-            pieces = cut_stream(lengths, tokens, ids, offsets.starts[unit.key][split], plans[split])
+        for split, done, lengths, tokens, ids in _split_documents(unit, rule):
+            pieces = cut_stream(lengths, tokens, ids, offsets.starts[unit.key][split] + done, plans[split])
             self._pieces.inc(len(pieces))
             for file, part in split_by_file(pieces, plans[split]).items():
                 yield (split, file), part
@@ -211,8 +243,8 @@ class _WindowFn(beam.DoFn):
         self._layout = layout
 
     def process(self, unit: Unit, rule, offsets: Offsets):
-        for split, lengths, tokens, ids in _split_documents(unit, rule):
-            starts = offsets.starts[unit.key][split] + np.cumsum(lengths) - lengths
+        for split, done, lengths, tokens, ids in _split_documents(unit, rule):
+            starts = offsets.starts[unit.key][split] + done + np.cumsum(lengths) - lengths
             windows = window_of(starts, self._layout)
             for window in np.unique(windows):
                 mask = windows == window
