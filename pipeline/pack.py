@@ -34,7 +34,8 @@ from apache_beam.io.filesystems import FileSystems
 from pipeline import outputs
 from pipeline.errors import UserError
 from pipeline.runners import describe_runner, new_pipeline, pipeline_options
-from transforms.pack import PackSequences, ShardsInfo, describe_shards
+from transforms.pack import PackSequences
+from transforms.pack_input import ShardsInfo, describe_shards
 from transforms.packing import SPLITS
 from transforms.sequence_formats import FORMATS, SUFFIXES, WriteFiles, WriteSequences, check_format, written_counts
 from transforms.shards import SHARD_GLOB

@@ -95,7 +95,7 @@ def test_eight_shards_on_two_workers_write_the_same_files(split_run, shards, tmp
 
 
 def test_read_batches_stream_a_row_group(shards, docs):
-    from transforms.pack import Unit, read_batches
+    from transforms.pack_input import Unit, read_batches
 
     unit = Unit(0, next((shards / "one").glob("*.parquet")).as_posix(), 0)
     whole = list(read_batches(unit, batch_tokens=1 << 30))
@@ -109,10 +109,9 @@ def test_read_batches_stream_a_row_group(shards, docs):
 def test_small_batches_and_row_groups_give_the_same_files(split_run, shards, tmp_path, docs, monkeypatch):
     """Units read in batches of a few tokens and output files of many row groups:
     the same sequences, split or whole documents."""
-    from transforms import pack as pack_transform
-    from transforms import sequence_formats
+    from transforms import pack_input, sequence_formats
 
-    monkeypatch.setattr(pack_transform, "BATCH_TOKENS", 50)
+    monkeypatch.setattr(pack_input, "BATCH_TOKENS", 50)
     monkeypatch.setattr(sequence_formats, "ROW_GROUP_TOKENS", 200)
     out = tmp_path / "split"
     assert pack("--input", str(shards / "one"), "--seq-len", "64", "--output", str(out), "--seed", "3",

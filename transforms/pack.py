@@ -15,43 +15,27 @@ Every worker knows the global position of its tokens without any global
 order in memory: without a validation split the footers give each unit's
 counts; with one, units are read twice (to count by split, then to cut).
 With ``validation_documents`` a first pass over the ids finds the hash of the
-N-th smallest. A unit is read as a stream of batches of about
-``BATCH_TOKENS`` tokens, so a row group of any size fits a worker.
+N-th smallest. A unit is read as a stream of bounded batches
+(``transforms.pack_input``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable, Iterator, NamedTuple, Sequence, Tuple
+from typing import Iterable, NamedTuple, Sequence, Tuple
 
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 
 from transforms import metrics
 from transforms.coders import SizedPickleCoder
+from transforms.pack_input import Unit, open_shard, read_batches, row_group_tokens
 from transforms.packing import (
     Layout, Offsets, Pieces, SequenceBlock, UnitCounts, assemble, count_unit, cut_stream, pack_window, plan_splits,
     split_by_file, window_of,
 )
 from transforms.sequence_order import SPLITS, ValidationRule, id_hashes, smallest_keys, split_masks
-from transforms.shards import EOS_KEY, SHA256_KEY, VOCAB_SIZE_KEY
-
-
-class Unit(NamedTuple):
-    """One row group of one input shard; units are ordered by (file, row_group)."""
-
-    file: int
-    path: str
-    row_group: int
-
-    @property
-    def key(self) -> tuple[int, int]:
-        return self.file, self.row_group
 
 
 class PiecesCoder(SizedPickleCoder):
@@ -70,107 +54,8 @@ class SequenceBlockCoder(SizedPickleCoder):
 
 beam.coders.registry.register_coder(Pieces, PiecesCoder)
 beam.coders.registry.register_coder(SequenceBlock, SequenceBlockCoder)
-# About how many tokens a worker reads from a shard at a time.
-BATCH_TOKENS = 1 << 20
 # Pieces keyed by (split, output file): what the pieces' GroupByKey receives.
 PiecesByFile = Tuple[Tuple[str, int], Pieces]
-
-
-# ---------------------------------------------------------------- reading shards
-
-
-def _open(path: str):
-    # Local files go to Arrow's own reader; other filesystems through Beam's.
-    if "://" not in path or path.startswith("file://"):
-        return pq.ParquetFile(path.removeprefix("file://"))
-    return pq.ParquetFile(FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED))
-
-
-class ShardsInfo(NamedTuple):
-    """What the input shards' footers say about them together."""
-
-    tokenizer_sha256: str
-    vocab_size: int
-    eos_token_id: int | None
-    documents: int
-    tokens: int
-
-
-def describe_shards(paths: Sequence[str]) -> ShardsInfo:
-    """Reads the footers of token shards; they must come from one tokenizer.
-
-    Raises:
-      ValueError: no shards, a file that is not a token shard, or shards of
-        different tokenizers.
-    """
-    if not paths:
-        raise ValueError("no token shards given")
-    seen, documents, tokens = None, 0, 0
-    for path in paths:
-        try:
-            parquet = _open(path)
-        except Exception as e:  # Arrow and the filesystems raise several types
-            raise ValueError(f"{path} is not a readable Parquet file ({e})") from None
-        metadata = parquet.schema_arrow.metadata or {}
-        names = parquet.schema_arrow.names
-        if "tokens" not in names or "id" not in names or SHA256_KEY not in metadata:
-            raise ValueError(f"{path} is not a token shard (needs columns id, tokens and {SHA256_KEY.decode()})")
-        id_column = _leaf_column(parquet, "id")
-        for rg in range(parquet.metadata.num_row_groups):
-            stats = parquet.metadata.row_group(rg).column(id_column).statistics
-            if stats is not None and stats.has_null_count and stats.null_count:
-                raise ValueError(f"{path} has rows without an id; every document needs one (the split hashes it)")
-        eos = metadata.get(EOS_KEY)
-        info = (metadata[SHA256_KEY].decode(), int(metadata.get(VOCAB_SIZE_KEY, 0)), int(eos) if eos else None)
-        if seen is not None and info[:2] != seen[:2]:
-            raise ValueError(
-                f"{path} was encoded with tokenizer {info[0]} (vocab {info[1]}), {paths[0]} with "
-                f"{seen[0]} (vocab {seen[1]}): shards of different tokenizers cannot be packed together"
-            )
-        seen = info if seen is None or info[2] == seen[2] else (*seen[:2], None)
-        documents += parquet.metadata.num_rows
-        tokens += sum(_row_group_tokens(parquet, rg) for rg in range(parquet.metadata.num_row_groups))
-    return ShardsInfo(*seen, documents, tokens)
-
-
-def _leaf_column(parquet: pq.ParquetFile, name: str) -> int:
-    """The index of the Parquet leaf column under the top-level column ``name``."""
-    schema = parquet.metadata.schema
-    return next(i for i in range(len(schema)) if schema.column(i).path.split(".")[0] == name)
-
-
-def _footer_tokens(parquet: pq.ParquetFile, row_group: int) -> int | None:
-    """The tokens of a row group by its footer's statistics; None without them."""
-    column = _leaf_column(parquet, "tokens")
-    stats = parquet.metadata.row_group(row_group).column(column).statistics
-    if stats is not None and stats.has_null_count:
-        return stats.num_values  # the leaf's non-null values are the tokens
-    return None
-
-
-def _row_group_tokens(parquet: pq.ParquetFile, row_group: int) -> int:
-    tokens = _footer_tokens(parquet, row_group)
-    if tokens is not None:
-        return tokens
-    lengths = parquet.read_row_group(row_group, columns=["tokens"]).column(0).combine_chunks()
-    return int(np.sum(pc.list_value_length(lengths).to_numpy(zero_copy_only=False)))
-
-
-def read_batches(unit: Unit, batch_tokens: int | None = None) -> Iterator[tuple[list[str], np.ndarray, np.ndarray]]:
-    """(ids, token counts, all tokens back to back) of one unit's documents, in
-    batches of about ``batch_tokens`` tokens (by the footer's average per row),
-    read as a stream: a worker holds one batch, whatever the row group's size."""
-    batch_tokens = batch_tokens or BATCH_TOKENS
-    parquet = _open(unit.path)
-    rows = parquet.metadata.row_group(unit.row_group).num_rows
-    tokens = _footer_tokens(parquet, unit.row_group)
-    batch_rows = max(1, rows * batch_tokens // tokens) if tokens else max(1, rows)
-    for batch in parquet.iter_batches(batch_size=batch_rows, row_groups=[unit.row_group], columns=["id", "tokens"],
-                                      use_threads=False):
-        column = batch.column("tokens")
-        offsets = column.offsets.to_numpy()
-        values = column.values.to_numpy()[offsets[0]: offsets[-1]]
-        yield batch.column("id").to_pylist(), np.diff(offsets).astype(np.int64), values
 
 
 def _split_documents(unit: Unit, rule: ValidationRule | None):
@@ -196,21 +81,21 @@ def _split_documents(unit: Unit, rule: ValidationRule | None):
 class _UnitsFn(beam.DoFn):
     def process(self, file_and_path: tuple[int, str]) -> Iterable[Unit]:
         file, path = file_and_path
-        for row_group in range(_open(path).metadata.num_row_groups):
+        for row_group in range(open_shard(path).metadata.num_row_groups):
             yield Unit(file, path, row_group)
 
 
 def _local_smallest(unit: Unit, n: int) -> list[tuple[int, str]]:
-    ids = _open(unit.path).read_row_group(unit.row_group, columns=["id"]).column("id").to_pylist()
+    ids = open_shard(unit.path).read_row_group(unit.row_group, columns=["id"]).column("id").to_pylist()
     return smallest_keys(ids, id_hashes(ids), n)
 
 
 class _CountFn(beam.DoFn):
     def process(self, unit: Unit, rule):
         if rule is None:  # every document is a training one: the footer has the counts
-            parquet = _open(unit.path)
+            parquet = open_shard(unit.path)
             documents = parquet.metadata.row_group(unit.row_group).num_rows
-            tokens = _row_group_tokens(parquet, unit.row_group)
+            tokens = row_group_tokens(parquet, unit.row_group)
             yield unit.key, UnitCounts({"train": documents, "validation": 0}, {"train": tokens, "validation": 0})
             return
         documents, tokens = dict.fromkeys(SPLITS, 0), dict.fromkeys(SPLITS, 0)
