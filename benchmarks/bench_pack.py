@@ -1,6 +1,6 @@
 """Packing throughput and memory: ``beam-bpe pack`` beside a one-core pyarrow + numpy flatten.
 
-    python -m benchmarks.bench_pack [--mb 50] [--vocab 8192] [--workers 2] [--seq-len 2048]
+    python -m benchmarks.bench_pack [--mb 50] [--vocab 8192] [--workers 2] [--seq-len 2048] [--encode]
 
 1. Token shards of the benchmark corpus (``benchmarks.corpus``), made once by
    ``beam-bpe encode --append-eos`` into 8 shards and cached beside the corpus.
@@ -11,6 +11,8 @@
    them: tokens per second, the ratio to the floor, and the peak RSS of every
    process of the job (driver and workers); beside it, the time of an empty
    Beam job on the same runner (its start-up).
+4. With ``--encode``: ``beam-bpe encode`` and ``beam-bpe encode --pack`` on the
+   corpus, one after the other, and what packing adds.
 """
 
 from __future__ import annotations
@@ -32,29 +34,56 @@ import bpe
 from benchmarks.bench_encode import PeakMemory
 from benchmarks.corpus import CACHE_DIR, corpus_text, word_counts
 
-# The CLI, with the pack command registered whether or not pipeline/cli.py lists it yet.
-BEAM_BPE = [sys.executable, "-c", "import sys; from pipeline import cli; cli.COMMANDS.setdefault('pack', "
-            "('pipeline.pack', 'pack token shards')); sys.exit(cli.main(sys.argv[1:]))"]
+BEAM_BPE = [sys.executable, "-m", "pipeline.cli"]
 SHARDS = 8
+
+
+def encode_inputs(mb: float, vocab: int) -> tuple[str, str]:
+    """(tokenizer, corpus.jsonl) of the benchmark corpus (built once, then cached)."""
+    work = CACHE_DIR / f"pack-inputs-{mb:g}mb-{vocab}"
+    corpus = work / "corpus.jsonl"
+    if not corpus.exists():
+        docs = corpus_text(int(mb * 1e6))
+        tok = bpe.train(word_counts(docs[: max(1, len(docs) // 10)]), vocab_size=vocab,
+                        special_tokens=("<|endoftext|>",))
+        work.mkdir(parents=True, exist_ok=True)
+        tok.save(str(work / "tok"))
+        with open(work / "corpus.tmp", "w", encoding="utf-8") as f:
+            for i, doc in enumerate(docs):
+                f.write(json.dumps({"id": f"doc-{i}", "text": doc}, ensure_ascii=False) + "\n")
+        os.replace(work / "corpus.tmp", corpus)
+    return str(work / "tok"), str(corpus)
+
+
+def encode_command(mb: float, vocab: int, out: str, workers: int, shards: int = SHARDS) -> list[str]:
+    tok_path, corpus = encode_inputs(mb, vocab)
+    return [*BEAM_BPE, "encode", "--tokenizer", tok_path, "--input", corpus, "--output", out, "--id-field", "id",
+            "--append-eos", "--num-shards", str(shards), "--overwrite",
+            "--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"]
 
 
 def token_shards(mb: float, vocab: int, workers: int) -> str:
     """The directory of the corpus' token shards (built once, then cached)."""
     out = CACHE_DIR / f"pack-shards-{mb:g}mb-{vocab}"
-    if (out / "stats.json").exists():
-        return str(out)
-    docs = corpus_text(int(mb * 1e6))
-    work = tempfile.mkdtemp(prefix="bench-pack-")
-    tok = bpe.train(word_counts(docs[: max(1, len(docs) // 10)]), vocab_size=vocab, special_tokens=("<|endoftext|>",))
-    tok_path = tok.save(os.path.join(work, "tok"))
-    with open(os.path.join(work, "corpus.jsonl"), "w", encoding="utf-8") as f:
-        for i, doc in enumerate(docs):
-            f.write(json.dumps({"id": f"doc-{i}", "text": doc}, ensure_ascii=False) + "\n")
-    subprocess.run([sys.executable, "-m", "pipeline.cli", "encode", "--tokenizer", tok_path, "--input", os.path.join(work, "corpus.jsonl"),
-                    "--output", str(out), "--id-field", "id", "--append-eos", "--num-shards", str(SHARDS),
-                    "--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"], check=True)
-    shutil.rmtree(work)
+    if not (out / "stats.json").exists():
+        subprocess.run(encode_command(mb, vocab, str(out), workers), check=True)
     return str(out)
+
+
+def compare_encode(args, work: str) -> None:
+    """``encode`` beside ``encode --pack``, alternating, best of ``--repeat``."""
+    seconds = {"encode": [], "encode --pack": []}
+    base = encode_command(args.mb, args.vocab, os.path.join(work, "encoded"), args.workers)
+    for _ in range(args.repeat):
+        for label, command in (("encode", base), ("encode --pack", [*base, "--pack", str(args.seq_len),
+                                                                    "--validation-fraction", "0.01"])):
+            start = time.perf_counter()
+            subprocess.run(command, check=True, stderr=subprocess.DEVNULL)
+            seconds[label].append(time.perf_counter() - start)
+            print(f"  {label}: {seconds[label][-1]:.2f} s (load {os.getloadavg()[0]:.2f})")
+    best = {label: min(s) for label, s in seconds.items()}
+    print(f"encode: {best['encode']:.2f} s; encode --pack {args.seq_len}: {best['encode --pack']:.2f} s "
+          f"(+{100 * (best['encode --pack'] / best['encode'] - 1):.0f}%), best of {args.repeat}")
 
 
 def flatten_floor(paths: list[str], out: str) -> tuple[float, int]:
@@ -112,7 +141,15 @@ def main(argv=None) -> None:
     parser.add_argument("--vocab", type=int, default=8192)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seq-len", type=int, default=2048)
+    parser.add_argument("--encode", action="store_true", help="only compare encode with encode --pack")
+    parser.add_argument("--repeat", type=int, default=1, help="with --encode: runs of each, the best counts")
     args = parser.parse_args(argv)
+    if args.encode:
+        work = tempfile.mkdtemp(prefix="bench-pack-")
+        print(f"load: {os.getloadavg()[0]:.2f} (1 min average) on {os.cpu_count()} cores")
+        compare_encode(args, work)
+        shutil.rmtree(work)
+        return
 
     shards = sorted(glob.glob(os.path.join(token_shards(args.mb, args.vocab, args.workers), "part-*.parquet")))
     work = tempfile.mkdtemp(prefix="bench-pack-")

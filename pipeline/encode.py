@@ -30,6 +30,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from bpe.tokenizer import Tokenizer, TokenizerFileError
 from pipeline import outputs
+from pipeline import pack
 from pipeline.errors import UserError
 from pipeline.runners import describe_runner, new_pipeline, pipeline_options, tokenizer_transport
 from transforms.dead_letters import WriteDeadLetters
@@ -70,9 +71,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "OUTPUT when it succeeds, and stats.json is written last as the completion marker. A directory "
         "without stats.json is incomplete: rerunning removes its leftovers and starts over."
     )
+    pack.add_encode_pack_arguments(parser)
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    if args.pack:
+        return pack.run_encode_then_pack(args, beam_args)
     options = pipeline_options(beam_args)
     args.transport = tokenizer_transport(options)
     args.tokenizer, args.output = outputs.absolute(args.tokenizer), outputs.absolute(args.output)

@@ -13,8 +13,9 @@ headers, and the job's plan of each split) and checked: the real tokens
 written plus the dropped ones equal the tokens of the input shards, and the
 documents of both splits are the input's documents.
 
-Crash safety as in ``beam-bpe encode``: the job writes into ``DIR/.staging/``;
-on success train/ and validation/ are moved into DIR and stats.json, the
+Crash safety (``pipeline.outputs.StagedOutput``, as in ``beam-bpe encode``):
+the job writes into ``DIR/.staging/``; on success train/ and validation/ (a
+split without sequences has no folder) are moved into DIR and stats.json, the
 completion marker, is written last. A directory without stats.json holds
 leftovers, removed on rerun; a complete one is replaced only with --overwrite.
 """
@@ -22,24 +23,27 @@ leftovers, removed on rerun; a complete one is replaced only with --overwrite.
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import sys
 from typing import Sequence
 
 import apache_beam as beam
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from pipeline import outputs
 from pipeline.errors import UserError
 from pipeline.runners import describe_runner, new_pipeline, pipeline_options
-from transforms.pack import PackSequences, ShardsInfo, describe_shards
+from transforms.pack import PackSequences
+from transforms.pack_input import ShardsInfo, describe_shards
 from transforms.packing import SPLITS
 from transforms.sequence_formats import FORMATS, SUFFIXES, WriteFiles, WriteSequences, check_format, written_counts
 from transforms.shards import SHARD_GLOB
 
+STATS_FILE = "stats.json"  # written last: the completion marker
 PLAN_FILE = "plan.json"  # written by the job into the staging directory
+# What a job leaves in DIR besides stats.json, relative to DIR.
+RESULTS = (*(f"{split}/part-*" for split in SPLITS), f"{outputs.DEAD_LETTERS_DIR}/{outputs.DEAD_LETTER_GLOB}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,11 +83,12 @@ def run(args: argparse.Namespace, beam_args: list[str], encoded: str | None = No
     ``encode --pack`` made for this run: its stats join stats.json under
     "encode", its dead letters move into the output, and it is removed."""
     options = pipeline_options(beam_args)
-    args.output = _absolute(args.output)
-    shards = _match_shards([_absolute(pattern) for pattern in args.input])
-    inputs, transform = _check_arguments(args, shards)
-    _prepare_output(args.output, overwrite=args.overwrite)
-    staging = FileSystems.join(args.output, STAGING_DIR)
+    args.output = outputs.absolute(args.output)
+    output = outputs.StagedOutput(args.output, RESULTS, marker=STATS_FILE, command="pack")
+    shards = _match_shards([outputs.absolute(pattern) for pattern in args.input])
+    inputs, transform = _check_arguments(args, shards, output)
+    output.clear_leftovers()
+    staging = output.staging
     metadata = {b"tokenizer_sha256": inputs.tokenizer_sha256.encode(), b"vocab_size": str(inputs.vocab_size).encode(),
                 b"seq_len": str(args.seq_len).encode(), b"targets": str(int(args.targets)).encode()}
 
@@ -100,11 +105,11 @@ def run(args: argparse.Namespace, beam_args: list[str], encoded: str | None = No
 
     stats = collect_stats(staging, args.format, inputs, _settings(args, transform))
     if encoded is not None:
-        stats["encode"] = _read_json(FileSystems.join(encoded, STATS_FILE))
+        stats["encode"] = outputs.read_json(FileSystems.join(encoded, STATS_FILE))
         _move_dead_letters(encoded, staging)
-    _publish(staging, args.output, stats)
+    output.publish(stats)
     if encoded is not None:
-        _delete(args.output, (ENCODED_DIR,))
+        outputs.delete(args.output, (ENCODED_DIR,))
     print(
         f"beam-bpe pack: {stats['sequences']} sequences of {stats['sequence_length']} tokens "
         f"({stats['splits']['train']['sequences']} train, {stats['splits']['validation']['sequences']} validation), "
@@ -113,10 +118,6 @@ def run(args: argparse.Namespace, beam_args: list[str], encoded: str | None = No
         file=sys.stderr,
     )
     return 0
-
-
-def _absolute(path: str) -> str:
-    return path if "://" in path else os.path.abspath(path)
 
 
 def _match_shards(patterns: Sequence[str]) -> list[str]:
@@ -135,7 +136,8 @@ def _match_shards(patterns: Sequence[str]) -> list[str]:
     return sorted(paths)
 
 
-def _check_arguments(args: argparse.Namespace, shards: list[str]) -> tuple[ShardsInfo, PackSequences]:
+def _check_arguments(args: argparse.Namespace, shards: list[str],
+                     output: outputs.StagedOutput) -> tuple[ShardsInfo, PackSequences]:
     """Fails before the job on any user mistake; returns the inputs and the transform."""
     if args.seq_len < 1:
         raise UserError(f"--seq-len must be at least 1, not {args.seq_len}")
@@ -168,9 +170,8 @@ def _check_arguments(args: argparse.Namespace, shards: list[str]) -> tuple[Shard
         )
     except ValueError as e:
         raise UserError(str(e)) from None
-    if "://" not in args.output and os.path.exists(args.output) and not os.path.isdir(args.output):
-        raise UserError(f"--output {args.output} exists and is not a directory")
-    if _exists(FileSystems.join(args.output, STATS_FILE)) and not args.overwrite:
+    outputs.check_writable(args.output)
+    if output.is_complete() and not args.overwrite:
         raise UserError(
             f"{args.output} already holds packed sequences of a complete run ({STATS_FILE}); "
             "pass --overwrite to replace them, or choose another --output"
@@ -182,9 +183,9 @@ def _check_input_stats(shards: list[str], inputs: ShardsInfo) -> None:
     """When the shards are all those of one encode run, its stats.json must agree with their footers."""
     directory = shards[0].rsplit("/", 1)[0]
     path = FileSystems.join(directory, STATS_FILE)
-    if not _exists(path):
+    encoded = outputs.read_json(path)
+    if encoded is None:
         return
-    encoded = _read_json(path)
     if sorted(encoded.get("shards", [])) != sorted(p.rsplit("/", 1)[-1] for p in shards):
         return  # a subset, or shards from several places
     if (encoded.get("documents"), encoded.get("tokens")) != (inputs.documents, inputs.tokens):
@@ -192,11 +193,6 @@ def _check_input_stats(shards: list[str], inputs: ShardsInfo) -> None:
             f"{path} says {encoded.get('documents')} documents and {encoded.get('tokens')} tokens, the shards "
             f"hold {inputs.documents} and {inputs.tokens}: the shards changed after they were written"
         )
-
-
-def _read_json(path: str):
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        return json.loads(f.read())
 
 
 def _settings(args: argparse.Namespace, transform: PackSequences) -> dict:
@@ -230,7 +226,9 @@ def collect_stats(directory: str, format: str, inputs: ShardsInfo, settings: dic
       RuntimeError: the written files disagree with the plan or the input (a
         token lost or added): never published.
     """
-    plans = _read_json(FileSystems.join(directory, PLAN_FILE))
+    plans = outputs.read_json(FileSystems.join(directory, PLAN_FILE))
+    if plans is None:
+        raise RuntimeError(f"the job wrote no {PLAN_FILE} into {directory}")
     length = settings["sequence_length"]
     splits = {}
     for split in SPLITS:
@@ -273,7 +271,7 @@ def collect_stats(directory: str, format: str, inputs: ShardsInfo, settings: dic
 def _split_files(directory: str, split: str, format: str, all_suffixes: bool = False) -> list[str]:
     """Names of a split's written files: one per block (``.idx`` for megatron), or every file."""
     suffixes = SUFFIXES[format] if all_suffixes else SUFFIXES[format][-1:]
-    names = [p.rsplit("/", 1)[-1] for p in _matching(FileSystems.join(directory, split), ("part-*",))]
+    names = [p.rsplit("/", 1)[-1] for p in outputs.matching(FileSystems.join(directory, split), ("part-*",))]
     return sorted(n for n in names if n.endswith(suffixes))
 
 
@@ -300,8 +298,8 @@ def run_encode_then_pack(args: argparse.Namespace, beam_args: list[str]) -> int:
     """
     from pipeline import encode
 
-    output = _absolute(args.output)
-    if _exists(FileSystems.join(output, STATS_FILE)) and not args.overwrite:
+    output = outputs.absolute(args.output)
+    if outputs.exists(FileSystems.join(output, STATS_FILE)) and not args.overwrite:
         raise UserError(f"{output} already holds the result of a complete run ({STATS_FILE}); "
                         "pass --overwrite to replace it, or choose another --output")
     scratch = FileSystems.join(output, ENCODED_DIR)
@@ -310,92 +308,13 @@ def run_encode_then_pack(args: argparse.Namespace, beam_args: list[str]) -> int:
     pack_args = argparse.Namespace(**{**vars(args), "input": [scratch], "seq_len": args.pack, "output": output,
                                       "format": args.pack_format})
     code = run(pack_args, beam_args, encoded=scratch)
-    dead_letters = _read_json(FileSystems.join(output, STATS_FILE))["encode"]["dead_letters"]
-    if args.strict and dead_letters:
-        raise UserError(f"{dead_letters} input records could not be read (see "
-                        f"{FileSystems.join(output, DEAD_LETTERS_DIR)}); failing because of --strict")
+    outputs.fail_if_strict(args.strict, output, f"the packed sequences and stats.json are written to {output}")
     return code
 
 
 def _move_dead_letters(encoded: str, staging: str) -> None:
-    letters = _matching(FileSystems.join(encoded, DEAD_LETTERS_DIR), ("*",))
-    target = FileSystems.join(staging, DEAD_LETTERS_DIR)
-    if letters and "://" not in target:
+    letters = outputs.matching(FileSystems.join(encoded, outputs.DEAD_LETTERS_DIR), ("*",))
+    target = FileSystems.join(staging, outputs.DEAD_LETTERS_DIR)
+    if letters and outputs.is_local(target):
         FileSystems.mkdirs(target)
     FileSystems.rename(letters, [FileSystems.join(target, p.rsplit("/", 1)[-1]) for p in letters])
-
-
-# output handling: replaced by pipeline/outputs.py at merge
-#
-# The same semantics as pipeline/encode.py's _prepare_output / _publish /
-# write_stats, with train/ and validation/ as the result.
-
-STATS_FILE = "stats.json"  # written last: the completion marker
-STATS_TMP = ".stats.json.tmp"
-STAGING_DIR = ".staging"
-DEAD_LETTERS_DIR = "dead_letters"  # encode --pack only
-RESULT_NAMES = (*SPLITS, DEAD_LETTERS_DIR)
-SCRATCH_NAMES = (STAGING_DIR, STATS_TMP)
-
-
-def _exists(path: str) -> bool:
-    try:
-        return FileSystems.exists(path)
-    except Exception:  # a filesystem that cannot answer
-        return False
-
-
-def _matching(directory: str, names: Sequence[str]) -> list[str]:
-    """Paths directly in directory matching any of the glob names (files or directories)."""
-    if "://" not in directory:
-        return sorted({p for name in names for p in glob.glob(os.path.join(glob.escape(directory), name))})
-    paths = set()
-    for name in names:
-        for pattern in (FileSystems.join(directory, name), FileSystems.join(directory, name, "**")):
-            try:
-                paths.update(m.path for m in FileSystems.match([pattern])[0].metadata_list)
-            except Exception:  # nothing matches: some filesystems raise instead of answering []
-                pass
-    return sorted(paths)
-
-
-def _delete(directory: str, names: Sequence[str]) -> None:
-    paths = _matching(directory, names)
-    if paths:
-        FileSystems.delete(paths)
-
-
-def _prepare_output(output_dir: str, overwrite: bool) -> None:
-    """Removes what an earlier run that did not complete left in output_dir."""
-    complete = _exists(FileSystems.join(output_dir, STATS_FILE))
-    names = SCRATCH_NAMES if complete else SCRATCH_NAMES + RESULT_NAMES
-    leftovers = _matching(output_dir, names)
-    if leftovers:
-        shown = ", ".join(path.rstrip("/").rsplit("/", 1)[-1] for path in leftovers[:5])
-        print(f"beam-bpe pack: removing leftovers of an earlier run that did not complete from {output_dir}: {shown}",
-              file=sys.stderr)
-        _delete(output_dir, names)
-
-
-def _publish(staging: str, output_dir: str, stats: dict) -> None:
-    """Moves the staged splits into output_dir; stats.json, the completion marker, goes last."""
-    _delete(output_dir, (STATS_FILE,))
-    _delete(output_dir, RESULT_NAMES)
-    for name in RESULT_NAMES:
-        files = _matching(FileSystems.join(staging, name), ("*",))
-        if not files and name == DEAD_LETTERS_DIR:
-            continue
-        target = FileSystems.join(output_dir, name)
-        if "://" not in target:
-            FileSystems.mkdirs(target)  # local rename needs the directory; object stores have none
-        FileSystems.rename(files, [FileSystems.join(target, p.rsplit("/", 1)[-1]) for p in files])
-    _delete(output_dir, (STAGING_DIR,))
-    write_stats(output_dir, stats)
-
-
-def write_stats(output_dir: str, stats: dict) -> None:
-    """Writes stats.json atomically (a temporary file, then a rename): it marks the directory complete."""
-    tmp = FileSystems.join(output_dir, STATS_TMP)
-    with FileSystems.create(tmp, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        f.write((json.dumps(stats, indent=2) + "\n").encode())
-    FileSystems.rename([tmp], [FileSystems.join(output_dir, STATS_FILE)])

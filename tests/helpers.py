@@ -279,35 +279,14 @@ def read_packed_parquet(directory, split):
             zip(ids, masks, table.column("doc_starts").to_pylist(), table.column("doc_ids").to_pylist())]
 
 
-PACK_COMMAND = ("pipeline.pack", "pack token shards into shuffled fixed-length sequences")
-
-
 def pack(*argv: str) -> int:
-    """``beam-bpe pack ARGV`` through the CLI (registering the command until pipeline/cli.py does)."""
-    cli.COMMANDS.setdefault("pack", PACK_COMMAND)
+    """``beam-bpe pack ARGV`` through the CLI."""
     return cli.main(["pack", *argv])
 
 
 def encode_and_pack(*argv: str) -> int:
-    """``beam-bpe encode ARGV`` with ``--pack N``, run as pipeline/encode.py runs it
-    with pipeline.pack's two hooks (add_encode_pack_arguments, run_encode_then_pack)."""
-    import argparse
-    import sys
-
-    from pipeline import encode
-    from pipeline import pack as pack_command
-    from pipeline.errors import UserError
-
-    parser = argparse.ArgumentParser(prog="beam-bpe encode", allow_abbrev=False)
-    encode.add_arguments(parser)
-    if "--pack" not in parser._option_string_actions:
-        pack_command.add_encode_pack_arguments(parser)
-    args, beam_args = parser.parse_known_args(list(argv))
-    try:
-        return pack_command.run_encode_then_pack(args, beam_args) if args.pack else encode.run(args, beam_args)
-    except UserError as e:
-        print(f"beam-bpe encode: error: {e}", file=sys.stderr)
-        return 2
+    """``beam-bpe encode ARGV`` (with ``--pack N``) through the CLI."""
+    return cli.main(["encode", *argv])
 
 
 class Chromium:

@@ -94,6 +94,38 @@ def test_eight_shards_on_two_workers_write_the_same_files(split_run, shards, tmp
             assert pq.read_table(out / split / name).equals(pq.read_table(split_run / split / name))
 
 
+def test_read_batches_stream_a_row_group(shards, docs):
+    from transforms.pack_input import Unit, read_batches
+
+    unit = Unit(0, next((shards / "one").glob("*.parquet")).as_posix(), 0)
+    whole = list(read_batches(unit, batch_tokens=1 << 30))
+    batches = list(read_batches(unit, batch_tokens=50))
+    assert len(whole) == 1 and len(batches) > 10
+    assert [i for ids, _, _ in batches for i in ids] == whole[0][0] == [i for i, _ in docs]
+    assert np.concatenate([lengths for _, lengths, _ in batches]).tolist() == [len(t) for _, t in docs]
+    assert np.concatenate([tokens for _, _, tokens in batches]).tolist() == [x for _, t in docs for x in t]
+
+
+def test_small_batches_and_row_groups_give_the_same_files(split_run, shards, tmp_path, docs, monkeypatch):
+    """Units read in batches of a few tokens and output files of many row groups:
+    the same sequences, split or whole documents."""
+    from transforms import pack_input, sequence_formats
+
+    monkeypatch.setattr(pack_input, "BATCH_TOKENS", 50)
+    monkeypatch.setattr(sequence_formats, "ROW_GROUP_TOKENS", 200)
+    out = tmp_path / "split"
+    assert pack("--input", str(shards / "one"), "--seq-len", "64", "--output", str(out), "--seed", "3",
+                "--validation-fraction", "0.1", "--tokens-per-file", "1000", *IN_MEMORY) == 0
+    assert packed_splits(out) == packed_splits(split_run)
+    assert pq.ParquetFile(next((out / "train").glob("*.parquet"))).metadata.num_row_groups > 1
+    out = tmp_path / "whole"
+    assert pack("--input", str(shards / "one"), "--seq-len", "50", "--output", str(out), "--no-split-documents",
+                "--validation-documents", "20", "--window-tokens", "2000", "--pad-id", "999", *IN_MEMORY) == 0
+    validation = reference_validation(docs, documents=20)
+    assert packed_splits(out) == reference_pack(docs, 50, split_documents=False, pad_id=999, validation=validation,
+                                                window_tokens=2000)
+
+
 def test_another_seed_shuffles_differently_with_the_same_split(split_run, shards, tmp_path, docs):
     out = tmp_path / "seed"
     assert pack("--input", str(shards / "one"), "--seq-len", "64", "--output", str(out), "--seed", "4",
@@ -233,17 +265,18 @@ def test_a_complete_result_is_replaced_only_with_overwrite(shards, tmp_path, cap
     assert "leftovers" in capsys.readouterr().err
     assert packed_splits(out) == first and not (out / ".staging").exists()
     assert pack(*argv, "--overwrite", "--seed", "1") == 0
-    assert packed_splits(out) != first and sorted(os.listdir(out)) == ["stats.json", "train", "validation"]
+    assert packed_splits(out) != first and sorted(os.listdir(out)) == ["stats.json", "train"]  # no validation sequences
 
 
 def test_shards_written_by_other_tools(tmp_path, capsys):
     """Columns in another order, an extra column, no Parquet statistics: the same sequences."""
     import pyarrow as pa
 
+    from transforms.encode import TokenRow
     from transforms.shards import rows_to_table, shard_schema
 
     docs = random_docs(60, seed=2)
-    table = rows_to_table(docs, shard_schema("f" * 64, 1000))
+    table = rows_to_table([TokenRow(i, t) for i, t in docs], shard_schema("f" * 64, 1000))
     other = pa.table({"tokens": table.column("tokens"), "lang": pa.array(["en"] * len(docs)),
                       "id": table.column("id")}).replace_schema_metadata(table.schema.metadata)
     (tmp_path / "in").mkdir()

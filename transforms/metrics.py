@@ -10,7 +10,8 @@ names, so a name is spelt once:
 
 Steps: ``read`` (ReadDocuments), ``count`` (CountPreTokenTables), ``encode``
 (EncodeDocuments), ``shards`` (WriteTokenShards), ``dead_letters``
-(WriteDeadLetters), ``decode`` (DecodeShards).
+(WriteDeadLetters), ``decode`` (DecodeShards), ``pack`` (PackSequences,
+WriteSequences).
 """
 
 from __future__ import annotations

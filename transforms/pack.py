@@ -11,10 +11,12 @@ more than about one of those; the algorithm is ``transforms.packing``.
                                                                    GroupByKey
                                                                        └──Assemble──> SequenceBlock
 
-Units are read twice (to count, then to cut), which is what lets every
-worker know the global position of its tokens without any global order in
-memory. With ``validation_documents`` a first pass over the ids finds the
-hash of the N-th smallest.
+Every worker knows the global position of its tokens without any global
+order in memory: without a validation split the footers give each unit's
+counts; with one, units are read twice (to count by split, then to cut).
+With ``validation_documents`` a first pass over the ids finds the hash of the
+N-th smallest. A unit is read as a stream of bounded batches
+(``transforms.pack_input``).
 """
 
 from __future__ import annotations
@@ -25,31 +27,15 @@ from typing import Iterable, NamedTuple, Sequence, Tuple
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 
 from transforms import metrics
 from transforms.coders import SizedPickleCoder
+from transforms.pack_input import Unit, open_shard, read_batches, row_group_tokens
 from transforms.packing import (
     Layout, Offsets, Pieces, SequenceBlock, UnitCounts, assemble, count_unit, cut_stream, pack_window, plan_splits,
     split_by_file, window_of,
 )
 from transforms.sequence_order import SPLITS, ValidationRule, id_hashes, smallest_keys, split_masks
-from transforms.shards import EOS_KEY, SHA256_KEY, VOCAB_SIZE_KEY
-
-
-class Unit(NamedTuple):
-    """One row group of one input shard; units are ordered by (file, row_group)."""
-
-    file: int
-    path: str
-    row_group: int
-
-    @property
-    def key(self) -> tuple[int, int]:
-        return self.file, self.row_group
 
 
 class PiecesCoder(SizedPickleCoder):
@@ -72,95 +58,21 @@ beam.coders.registry.register_coder(SequenceBlock, SequenceBlockCoder)
 PiecesByFile = Tuple[Tuple[str, int], Pieces]
 
 
-# ---------------------------------------------------------------- reading shards
-
-
-def _open(path: str):
-    # Local files go to Arrow's own reader; other filesystems through Beam's.
-    if "://" not in path or path.startswith("file://"):
-        return pq.ParquetFile(path.removeprefix("file://"))
-    return pq.ParquetFile(FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED))
-
-
-class ShardsInfo(NamedTuple):
-    """What the input shards' footers say about them together."""
-
-    tokenizer_sha256: str
-    vocab_size: int
-    eos_token_id: int | None
-    documents: int
-    tokens: int
-
-
-def describe_shards(paths: Sequence[str]) -> ShardsInfo:
-    """Reads the footers of token shards; they must come from one tokenizer.
-
-    Raises:
-      ValueError: no shards, a file that is not a token shard, or shards of
-        different tokenizers.
-    """
-    if not paths:
-        raise ValueError("no token shards given")
-    seen, documents, tokens = None, 0, 0
-    for path in paths:
-        try:
-            parquet = _open(path)
-        except Exception as e:  # Arrow and the filesystems raise several types
-            raise ValueError(f"{path} is not a readable Parquet file ({e})") from None
-        metadata = parquet.schema_arrow.metadata or {}
-        names = parquet.schema_arrow.names
-        if "tokens" not in names or "id" not in names or SHA256_KEY not in metadata:
-            raise ValueError(f"{path} is not a token shard (needs columns id, tokens and {SHA256_KEY.decode()})")
-        id_column = _leaf_column(parquet, "id")
-        for rg in range(parquet.metadata.num_row_groups):
-            stats = parquet.metadata.row_group(rg).column(id_column).statistics
-            if stats is not None and stats.has_null_count and stats.null_count:
-                raise ValueError(f"{path} has rows without an id; every document needs one (the split hashes it)")
-        eos = metadata.get(EOS_KEY)
-        info = (metadata[SHA256_KEY].decode(), int(metadata.get(VOCAB_SIZE_KEY, 0)), int(eos) if eos else None)
-        if seen is not None and info[:2] != seen[:2]:
-            raise ValueError(
-                f"{path} was encoded with tokenizer {info[0]} (vocab {info[1]}), {paths[0]} with "
-                f"{seen[0]} (vocab {seen[1]}): shards of different tokenizers cannot be packed together"
-            )
-        seen = info if seen is None or info[2] == seen[2] else (*seen[:2], None)
-        documents += parquet.metadata.num_rows
-        tokens += sum(_row_group_tokens(parquet, rg) for rg in range(parquet.metadata.num_row_groups))
-    return ShardsInfo(*seen, documents, tokens)
-
-
-def _leaf_column(parquet: pq.ParquetFile, name: str) -> int:
-    """The index of the Parquet leaf column under the top-level column ``name``."""
-    schema = parquet.metadata.schema
-    return next(i for i in range(len(schema)) if schema.column(i).path.split(".")[0] == name)
-
-
-def _row_group_tokens(parquet: pq.ParquetFile, row_group: int) -> int:
-    column = _leaf_column(parquet, "tokens")
-    stats = parquet.metadata.row_group(row_group).column(column).statistics
-    if stats is not None and stats.has_null_count:
-        return stats.num_values  # the leaf's non-null values are the tokens
-    lengths = parquet.read_row_group(row_group, columns=["tokens"]).column(0).combine_chunks()
-    return int(np.sum(pc.list_value_length(lengths).to_numpy(zero_copy_only=False)))
-
-
-def read_unit(unit: Unit) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """(ids, token counts, all tokens back to back) of one unit's documents."""
-    table = _open(unit.path).read_row_group(unit.row_group, columns=["id", "tokens"])
-    tokens = table.column("tokens").combine_chunks()
-    offsets = tokens.offsets.to_numpy()
-    values = tokens.values.to_numpy()[offsets[0]: offsets[-1]]
-    return table.column("id").to_pylist(), np.diff(offsets).astype(np.int64), values
-
-
 def _split_documents(unit: Unit, rule: ValidationRule | None):
-    """For each split: the unit's documents in it as (token counts, tokens, ids)."""
-    ids, lengths, tokens = read_unit(unit)
-    for split, mask in split_masks(ids, rule).items():
-        if mask.all():
-            yield split, lengths, tokens, pa.array(ids, pa.string())
-        elif mask.any():
-            yield split, lengths[mask], tokens[np.repeat(mask, lengths)], pa.array(ids, pa.string()).filter(mask)
+    """For each batch of the unit and each split: (split, where the batch's first
+    token of that split is within the unit's tokens of the split, token counts,
+    tokens, ids) of the batch's documents in the split."""
+    done = dict.fromkeys(SPLITS, 0)
+    for ids, lengths, tokens in read_batches(unit):
+        for split, mask in split_masks(ids, rule).items():
+            if mask.all():
+                part = split, done[split], lengths, tokens, pa.array(ids, pa.string())
+            elif mask.any():
+                part = split, done[split], lengths[mask], tokens[np.repeat(mask, lengths)], pa.array(ids, pa.string()).filter(mask)
+            else:
+                continue
+            done[split] += int(part[2].sum())
+            yield part
 
 
 # ---------------------------------------------------------------- the DoFns
@@ -169,25 +81,30 @@ def _split_documents(unit: Unit, rule: ValidationRule | None):
 class _UnitsFn(beam.DoFn):
     def process(self, file_and_path: tuple[int, str]) -> Iterable[Unit]:
         file, path = file_and_path
-        for row_group in range(_open(path).metadata.num_row_groups):
+        for row_group in range(open_shard(path).metadata.num_row_groups):
             yield Unit(file, path, row_group)
 
 
 def _local_smallest(unit: Unit, n: int) -> list[tuple[int, str]]:
-    ids = _open(unit.path).read_row_group(unit.row_group, columns=["id"]).column("id").to_pylist()
+    ids = open_shard(unit.path).read_row_group(unit.row_group, columns=["id"]).column("id").to_pylist()
     return smallest_keys(ids, id_hashes(ids), n)
 
 
 class _CountFn(beam.DoFn):
     def process(self, unit: Unit, rule):
         if rule is None:  # every document is a training one: the footer has the counts
-            parquet = _open(unit.path)
+            parquet = open_shard(unit.path)
             documents = parquet.metadata.row_group(unit.row_group).num_rows
-            tokens = _row_group_tokens(parquet, unit.row_group)
+            tokens = row_group_tokens(parquet, unit.row_group)
             yield unit.key, UnitCounts({"train": documents, "validation": 0}, {"train": tokens, "validation": 0})
             return
-        ids, lengths, _ = read_unit(unit)
-        yield unit.key, count_unit(ids, lengths, rule)
+        documents, tokens = dict.fromkeys(SPLITS, 0), dict.fromkeys(SPLITS, 0)
+        for ids, lengths, _ in read_batches(unit):
+            counts = count_unit(ids, lengths, rule)
+            for split in SPLITS:
+                documents[split] += counts.documents[split]
+                tokens[split] += counts.tokens[split]
+        yield unit.key, UnitCounts(documents, tokens)
 
 
 class _CutFn(beam.DoFn):
@@ -197,8 +114,8 @@ class _CutFn(beam.DoFn):
         self._pieces = metrics.counter("pack", "pieces")
 
     def process(self, unit: Unit, rule, offsets: Offsets, plans):
-        for split, lengths, tokens, ids in _split_documents(unit, rule):
-            pieces = cut_stream(lengths, tokens, ids, offsets.starts[unit.key][split], plans[split])
+        for split, done, lengths, tokens, ids in _split_documents(unit, rule):
+            pieces = cut_stream(lengths, tokens, ids, offsets.starts[unit.key][split] + done, plans[split])
             self._pieces.inc(len(pieces))
             for file, part in split_by_file(pieces, plans[split]).items():
                 yield (split, file), part
@@ -211,8 +128,8 @@ class _WindowFn(beam.DoFn):
         self._layout = layout
 
     def process(self, unit: Unit, rule, offsets: Offsets):
-        for split, lengths, tokens, ids in _split_documents(unit, rule):
-            starts = offsets.starts[unit.key][split] + np.cumsum(lengths) - lengths
+        for split, done, lengths, tokens, ids in _split_documents(unit, rule):
+            starts = offsets.starts[unit.key][split] + done + np.cumsum(lengths) - lengths
             windows = window_of(starts, self._layout)
             for window in np.unique(windows):
                 mask = windows == window

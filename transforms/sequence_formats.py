@@ -10,8 +10,9 @@ then of the rows.
   each piece of a document starts; the first is 0, and may continue a document
   of the previous sequence), ``doc_ids`` (list<string>, one per piece) and,
   when sequences can hold padding, ``loss_mask`` (fixed-size list of uint8, 1
-  for real tokens). The footer's key-value metadata holds the tokenizer
-  (``tokenizer_sha256``, ``vocab_size``) and the file's ``real_tokens``.
+  for real tokens). Row groups hold about ``ROW_GROUP_TOKENS`` tokens. The
+  footer's key-value metadata holds the tokenizer (``tokenizer_sha256``,
+  ``vocab_size``) and the file's ``real_tokens``.
 - ``megatron``: Megatron-LM's ``MMIDIDX`` indexed dataset, a ``.bin`` of the
   tokens and an ``.idx`` of entry lengths, byte pointers and document indices,
   laid out as ``megatron/core/datasets/indexed_dataset.py`` reads it. One entry
@@ -51,6 +52,9 @@ from transforms.packing import SequenceBlock
 FORMATS = ("parquet", "megatron", "llmc")
 SUFFIXES = {"parquet": (".parquet",), "megatron": (".bin", ".idx"), "llmc": (".bin",)}
 REAL_TOKENS_KEY = b"real_tokens"
+# About how many tokens one Parquet row group holds: the writer's buffers are
+# per row group, and readers stream files by row group.
+ROW_GROUP_TOKENS = 1 << 20
 
 MEGATRON_HEADER = b"MMIDIDX\x00\x00"
 MEGATRON_VERSION = 1
@@ -104,13 +108,14 @@ def parquet_bytes(block: SequenceBlock, metadata: dict[bytes, bytes], loss_mask:
     columns["doc_starts"] = pa.ListArray.from_arrays(offsets, pa.array(block.doc_starts.astype(np.int32)))
     columns["doc_ids"] = pa.ListArray.from_arrays(offsets, block.doc_ids)
     if loss_mask:
-        mask = (np.arange(length) < block.real[:, None]).astype(np.uint8)
+        mask = (np.arange(length) < block.real[:, None]).view(np.uint8)  # bool is one byte: no copy
         columns["loss_mask"] = pa.FixedSizeListArray.from_arrays(pa.array(mask.reshape(-1)), length)
     table = pa.table(columns).replace_schema_metadata(
         {**metadata, REAL_TOKENS_KEY: str(int(block.real.sum())).encode()}
     )
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="zstd", use_dictionary=["doc_ids"])
+    pq.write_table(table, sink, compression="zstd", use_dictionary=["doc_ids"],
+                   row_group_size=max(1, ROW_GROUP_TOKENS // length))
     return sink.getvalue().to_pybytes()
 
 
