@@ -11,7 +11,9 @@ the flat form token shards are built from. Engines, fastest first:
   ``PieceEncoder``; it encodes anything, byte for byte.
 
 A faster engine is used for a tokenizer only once it is **proven** to give the
-reference's IDs on every input it takes. For tiktoken that means: the pattern is
+reference's IDs on every input it takes. For a tiktoken rank file, tiktoken's
+rule is the file's own, so only the pattern and the sample are checked. For our
+own tokenizers that means: the pattern is
 one of tiktoken's own (``TIKTOKEN_PATTERNS``), ``_rank_mismatch`` finds no text on which
 tiktoken's rank-of-bytes rule and our merge order could differ (O(vocabulary),
 see there), and a sample text encodes alike in both, a check of the two regex
@@ -188,7 +190,7 @@ def choose(tokenizer: Tokenizer) -> Engine:
     if engine is not None:
         return engine
     proof = EngineProof(tokenizer.sha256, "python", (("tiktoken", why),))
-    return PythonEngine(tokenizer.pre_tokenizer.split, tokenizer.piece_encoder, proof)
+    return PythonEngine(*tokenizer.reference_parts(), proof)
 
 
 def from_proof(tokenizer: Tokenizer, proof: EngineProof) -> Engine:
@@ -208,7 +210,7 @@ def from_proof(tokenizer: Tokenizer, proof: EngineProof) -> Engine:
             return engine
         rejected = (*rejected, ("tiktoken", why))
     reference_proof = EngineProof(proof.tokenizer_sha256, "python", rejected)
-    return PythonEngine(tokenizer.pre_tokenizer.split, tokenizer.piece_encoder, reference_proof)
+    return PythonEngine(*tokenizer.reference_parts(), reference_proof)
 
 
 def check(tokenizer: Tokenizer, proof: EngineProof) -> None:
@@ -227,8 +229,11 @@ def _tiktoken(tokenizer: Tokenizer, proven: bool) -> tuple[TiktokenEngine | None
     """(tiktoken's engine for this tokenizer, "") if it qualifies, else (None, why not).
 
     ``proven``: the O(vocabulary) ``_rank_mismatch`` already passed for a
-    tokenizer with this SHA-256 (in a job's driver); skip it.
+    tokenizer with this SHA-256 (in a job's driver); skip it. A tiktoken rank
+    file needs no such proof: tiktoken's rule is the file's own semantics.
     """
+    if tokenizer.kind == "huggingface":
+        return None, "Hugging Face merge-rank semantics: tiktoken's byte-rank rule is not proven equal for this file"
     if tokenizer.pattern not in TIKTOKEN_PATTERNS:
         return None, "custom pre-tokenizer pattern: tiktoken's regex engine may split it differently"
     try:
@@ -237,10 +242,10 @@ def _tiktoken(tokenizer: Tokenizer, proven: bool) -> tuple[TiktokenEngine | None
         return None, "tiktoken cannot be imported"
     except Exception as e:  # any failure to build it just means the next engine down
         return None, f"tiktoken rejected the vocabulary: {e}"
-    mismatch = None if proven else _rank_mismatch(tokenizer)
+    mismatch = None if proven or tokenizer.kind == "tiktoken" else _rank_mismatch(tokenizer)
     if mismatch:
         return None, mismatch
-    reference = PythonEngine(tokenizer.pre_tokenizer.split, tokenizer.piece_encoder)
+    reference = PythonEngine(*tokenizer.reference_parts())
     engine = TiktokenEngine(encoding, reference, EngineProof(tokenizer.sha256, "tiktoken"))
     ours = reference.encode(VERIFICATION_SAMPLE)
     theirs = engine.encode_array(VERIFICATION_SAMPLE).tolist()
