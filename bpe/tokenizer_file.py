@@ -146,6 +146,10 @@ def render(token_bytes: Sequence[bytes] | Mapping[int, bytes], merges: Sequence[
         raise ValueError(
             f"tokens {first} and {vocab[names[first]]} have the same bytes; tokenizer.json cannot hold both"
         )
+    if sorted(special_tokens.values()) != list(range(len(vocab), len(vocab) + len(special_tokens))):
+        # Hugging Face numbers added tokens on from the vocab's size unless the vocab
+        # holds them: with gaps in the IDs (cl100k), the vocab must hold them.
+        vocab.update(special_tokens)
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
     return json.dumps(
         {
