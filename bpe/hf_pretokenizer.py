@@ -45,4 +45,7 @@ class StepPreTokenizer:
 
 
 def _prefix_space(piece: str) -> list[str]:
+    # HF has no empty pieces to put a space before: empty text stays empty.
+    if not piece:
+        return []
     return [piece if piece.startswith(" ") else " " + piece]

@@ -323,3 +323,11 @@ def test_s3_load_and_save_with_a_client(s3_bucket):
     assert path == "s3://corpus/other/tok.json"
     back = Tokenizer.load(path, transport_params=params)
     assert back.sha256 == tok.sha256 and back.merges == tok.merges
+
+
+def test_our_files_load_as_ours_and_save_byte_identical(tmp_path):
+    tok, path = saved(tmp_path, pattern="cl100k")
+    back = Tokenizer.load(path)
+    assert back.kind == "beam-bpe" and back.eos_token == "<|endoftext|>"
+    again = back.save(str(tmp_path / "again"))
+    assert open(again, "rb").read() == open(path, "rb").read()
