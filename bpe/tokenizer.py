@@ -242,6 +242,10 @@ class Tokenizer:
             self._engine = engines.from_proof(self, proof)
         return self._engine
 
+    def ordinary_ids(self) -> list[int]:
+        """The IDs of the vocabulary's ordinary tokens (neither special nor added), ascending."""
+        return sorted(self._token_bytes)
+
     @property
     def piece_encoder(self) -> PieceEncoder:
         """The reference encoder of pre-tokenized pieces (with its cache)."""

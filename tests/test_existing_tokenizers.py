@@ -168,6 +168,9 @@ def test_save_writes_a_tokenizer_json_hugging_face_reads_with_the_same_ids(ours,
         if "<|" not in text:  # HF matches special-token strings inside text; we do not unless allowed
             assert hf.encode(text, add_special_tokens=False).ids == expected, text[:60]
     assert back.special_tokens == ours.special_tokens
+    assert back.engine.name == "tiktoken"  # proven: its merges create tokens in ID (rank) order
+    texts = held_out_texts()
+    assert back.encode_batch(texts) == theirs.encode_ordinary_batch(texts)
 
 
 def test_to_tiktoken_is_the_same_encoding(ours, theirs):

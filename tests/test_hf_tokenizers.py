@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpe
+from bpe.pretokenize import onig_compatible
 from tests import real_text
 
 tokenizers = pytest.importorskip("tokenizers")
@@ -70,6 +71,10 @@ KINDS = {
     ])),
     "Split with a String pattern": lambda: _train(pre_tokenizers.Sequence([
         pre_tokenizers.Split(" ", behavior="isolated"), pre_tokenizers.ByteLevel(add_prefix_space=True),
+    ])),
+    "Split cl100k + ByteLevel": lambda: _train(pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(onig_compatible("cl100k")), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
     ])),
     "added tokens": lambda: _with_added_tokens(_train(_llama3_style())),
     "ignore_merges": lambda: _with_ignore_merges(_train(_llama3_style())),
@@ -177,7 +182,18 @@ def test_save_writes_the_file_back(saved, tmp_path):
 def test_engine_is_the_reference_with_a_reason(saved):
     _, ours = saved["ByteLevel (GPT-2)"]
     assert ours.engine.name == "python"
-    assert "Hugging Face merge-rank semantics" in ours.engine.reason
+    assert "custom pre-tokenizer pattern" in ours.engine.reason
+
+
+def test_the_tiktoken_engine_where_proven_for_a_hugging_face_file(saved):
+    hf, ours = saved["Split cl100k + ByteLevel"]
+    assert ours.pattern == bpe.PRESETS["cl100k"]
+    engine = ours.engine
+    texts = held_out()
+    assert engine.name in ("tiktoken", "python")
+    if engine.name == "python":
+        assert "tiktoken could build token" in engine.reason  # the proof names the difference
+    assert [engine.encode(t) for t in texts] == [hf.encode(t, add_special_tokens=False).ids for t in texts]
 
 
 # -- refusals: one line naming what is unsupported ----------------------------------------
