@@ -106,7 +106,7 @@ class Tokenizer:
         )
 
     def _setup(self, kind: str, token_bytes: Mapping[int, bytes], special_tokens: Mapping[str, int],
-               pre_tokenizer, encoder, merges: list[tuple[int, int]], added_tokens: Mapping[str, int] = {},
+               pre_tokenizer, encoder, merges: list[tuple[int, int]], added_tokens: Mapping[str, int] | None = None,
                bos_token: str | None = None, eos_token: str | None = None, file_text: bytes | None = None) -> None:
         """Sets every attribute; the one place a Tokenizer of any kind is put together."""
         self.kind = kind
@@ -114,7 +114,7 @@ class Tokenizer:
         self.pre_tokenizer = pre_tokenizer
         self.pattern = pre_tokenizer.pattern
         self.special_tokens = dict(special_tokens)
-        self.added_tokens = dict(added_tokens)
+        self.added_tokens = dict(added_tokens or {})
         self.bos_token, self.eos_token = bos_token, eos_token
         self._token_bytes = dict(token_bytes)  # ordinary tokens
         table = dict(self._token_bytes)

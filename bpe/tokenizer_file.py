@@ -3,9 +3,15 @@
 Our files hold a Split pre-tokenizer with our regex, ByteLevel without its own
 regex, a BPE model whose vocab maps the byte-level strings to our IDs, a
 ByteLevel decoder and the special tokens as added tokens, so ``tokenizers`` and
-``transformers`` load them and give our IDs. Reading is parsing and validation
-only: a tokenizer file is data, never code. A field that would make Hugging
-Face give other IDs than ours (a normalizer, a post-processor, BPE dropout, ...)
+``transformers`` load them and give our IDs.
+
+Any Hugging Face byte-level BPE file is read too (``TokenizerSpec``): Split
+(Isolated) and ByteLevel pre-tokenizers in a Sequence, ``add_prefix_space``,
+``use_regex``, vocab and merges in both forms, added tokens special or not,
+``ignore_merges``, and the BOS/EOS of a TemplateProcessing, Roberta or Bert
+post-processor. Reading is parsing and validation only: a tokenizer file is
+data, never code. A field that would make Hugging Face give other IDs than ours
+(a normalizer, another model or pre-tokenizer, byte fallback, BPE dropout, ...)
 is refused with one line naming it, never ignored.
 
 Paths are local files or directories, ``file://`` URLs, or any URL smart_open

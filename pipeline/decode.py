@@ -261,7 +261,9 @@ def _parse_ids(parts: list[bytes], table: list[bytes | None]) -> tuple[list[int]
         if max(ids) < vocab_size and None not in map(table.__getitem__, ids):
             return ids, None  # the usual read: checked as a whole
     good = 0
-    while good < len(parts) and parts[good].isdigit() and int(parts[good]) < vocab_size and table[int(parts[good])] is not None:
+    while good < len(parts) and parts[good].isdigit() and int(parts[good]) < vocab_size:
+        if table[int(parts[good])] is None:
+            break
         good += 1
     return list(map(int, parts[:good])), parts[good] if good < len(parts) else None
 
