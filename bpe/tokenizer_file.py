@@ -458,18 +458,7 @@ class _Validator:
         })
         vocab: dict[str, int] = model["vocab"]
         added_bytes = {t["id"]: t["content"].encode("utf-8") for t in added}
-        token_bytes: dict[int, bytes] = {}
-        for name, token_id in vocab.items():
-            if not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
-                raise self.fail(f"vocab token {name!r} has ID {token_id!r}, not a non-negative integer")
-            data = token_bytes_of(name)
-            if data is None:
-                data = added_bytes.get(token_id)
-                if data != name.encode("utf-8"):
-                    raise self.fail(f"vocab token {name!r} is not a ByteLevel string (is this a byte-level BPE tokenizer?)")
-            if token_id in token_bytes:
-                raise self.fail(f"vocab gives ID {token_id} to two tokens")
-            token_bytes[token_id] = data
+        token_bytes = self.vocab_bytes(vocab, added_bytes)
         for token_id, content in added_bytes.items():
             if token_bytes.get(token_id, content) != content:
                 raise self.fail(f"added token {content.decode('utf-8')!r} has ID {token_id}, "
@@ -479,10 +468,24 @@ class _Validator:
         if missing:
             raise self.fail(f"vocab lacks {len(missing)} of the 256 single bytes (first: byte {missing[0]}), "
                             "so Hugging Face would drop such bytes from the text")
-        merges: list[tuple[int, int]] = []
-        merged_ids: list[int] = []
+        merges, merged_ids = self.merges(vocab, model["merges"])
+        return token_bytes, merges, merged_ids
+
+    def merges(self, vocab: dict[str, int], raw: list) -> tuple[list[tuple[int, int]], list[int]]:
+        """(merges as ID pairs, the ID each creates): whole-list operations first,
+        the merge-by-merge checks only to name a problem."""
+        pairs = [m.split(" ") if type(m) is str else m for m in raw]
+        try:
+            if all(len(p) == 2 for p in pairs):
+                merges = [(vocab[a], vocab[b]) for a, b in pairs]
+                merged_ids = [vocab[a + b] for a, b in pairs]
+                if len(set(merges)) == len(merges):
+                    return merges, merged_ids
+        except (KeyError, TypeError):
+            pass
+        merges, merged_ids = [], []
         seen: dict[tuple[int, int], int] = {}
-        for i, merge in enumerate(model["merges"]):
+        for i, merge in enumerate(raw):
             parts = merge.split(" ") if isinstance(merge, str) else merge
             if len(parts) != 2:
                 raise self.fail(f"merge {i} is {_show(merge)}, not two tokens")
@@ -499,7 +502,35 @@ class _Validator:
             seen[pair] = i
             merges.append(pair)
             merged_ids.append(merged)
-        return token_bytes, merges, merged_ids
+        return merges, merged_ids
+
+    def vocab_bytes(self, vocab: dict[str, int], added_bytes: Mapping[int, bytes]) -> dict[int, bytes]:
+        """ID -> bytes of the vocab: whole-list operations first (a vocab has 100k+
+        entries), the entry-by-entry checks only to name a problem."""
+        ids = list(vocab.values())
+        if all(type(token_id) is int for token_id in ids) and min(ids, default=0) >= 0:
+            table = _char_to_byte_table()
+            mapped = [name.translate(table) for name in vocab]
+            if list(map(len, mapped)) == list(map(len, vocab)):
+                try:
+                    token_bytes = dict(zip(ids, (m.encode("latin-1") for m in mapped)))
+                except UnicodeEncodeError:
+                    token_bytes = None
+                if token_bytes is not None and len(token_bytes) == len(ids):
+                    return token_bytes
+        token_bytes = {}
+        for name, token_id in vocab.items():
+            if not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
+                raise self.fail(f"vocab token {name!r} has ID {token_id!r}, not a non-negative integer")
+            data = token_bytes_of(name)
+            if data is None:
+                data = added_bytes.get(token_id)
+                if data != name.encode("utf-8"):
+                    raise self.fail(f"vocab token {name!r} is not a ByteLevel string (is this a byte-level BPE tokenizer?)")
+            if token_id in token_bytes:
+                raise self.fail(f"vocab gives ID {token_id} to two tokens")
+            token_bytes[token_id] = data
+        return token_bytes
 
     def added_tokens(self, added_tokens: list) -> list[dict]:
         # Hugging Face strips or word-bounds an added token with these flags; beam-bpe implements neither.

@@ -251,3 +251,36 @@ def test_what_we_cannot_reproduce_is_refused_in_one_line(saved, tmp_path, case):
     with pytest.raises(bpe.TokenizerFileError, match=message.replace("[", r"\[").replace("$", r"\$")) as info:
         bpe.Tokenizer.load(str(path))
     assert "\n" not in str(info.value) and str(info.value).startswith(str(path))
+
+
+def test_beam_bpe_encode_with_bos_and_eos_gives_hugging_faces_ids(saved, tmp_path):
+    import pathlib
+    import subprocess
+    import sys
+
+    import pyarrow.parquet as pq
+
+    hf, ours = saved["TemplateProcessing BOS/EOS"]
+    path = ours.save(str(tmp_path / "tok"))
+    texts = [t for t in held_out() if t][:12]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n" for i, t in enumerate(texts)), encoding="utf-8")
+    repo = pathlib.Path(__file__).resolve().parent.parent
+    command = [sys.executable, "-m", "pipeline.cli", "encode", "--tokenizer", path, "--input", str(corpus),
+               "--direct_running_mode=in_memory", "--direct_num_workers=1"]
+    run = subprocess.run([*command, "--output", str(tmp_path / "out"), "--prepend-bos", "--append-eos"],
+                         capture_output=True, cwd=repo)
+    assert run.returncode == 0, run.stderr.decode()
+    rows = {r["id"]: r["tokens"] for shard in (tmp_path / "out").glob("part-*.parquet") for r in pq.read_table(shard).to_pylist()}
+    assert rows == {str(i): hf.encode(t).ids for i, t in enumerate(texts)}
+    # A file whose post-processor declares no EOS needs --eos-token, naming one of its special tokens.
+    _, plain = saved["Split + ByteLevel(use_regex=False) (Llama 3, Qwen2)"]
+    plain_path = plain.save(str(tmp_path / "plain"))
+    command[5] = plain_path
+    run = subprocess.run([*command, "--output", str(tmp_path / "out2"), "--append-eos"], capture_output=True, cwd=repo)
+    assert run.returncode == 2 and "declares no EOS token: name one of its special tokens with --eos-token" in run.stderr.decode()
+    run = subprocess.run([*command, "--output", str(tmp_path / "out3"), "--append-eos", "--eos-token", "<|end_of_text|>"],
+                         capture_output=True, cwd=repo)
+    assert run.returncode == 0, run.stderr.decode()
+    rows = {r["id"]: r["tokens"] for shard in (tmp_path / "out3").glob("part-*.parquet") for r in pq.read_table(shard).to_pylist()}
+    assert rows == {str(i): hf.encode(t, add_special_tokens=False).ids + [1] for i, t in enumerate(texts)}
