@@ -28,7 +28,7 @@ import tempfile
 import time
 
 import bpe
-from benchmarks.corpus import corpus_text
+from benchmarks.corpus import CACHE_DIR, corpus_text
 from bpe import presets
 
 BEAM_BPE = [sys.executable, "-m", "pipeline.cli"]
@@ -57,6 +57,11 @@ def main(argv=None) -> None:
     parser.add_argument("--mb", type=float, default=50, help="corpus size for beam-bpe encode")
     parser.add_argument("--docs-mb", type=float, default=5, help="text for the one-core per-document comparison")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--skip-pipeline", action="store_true", help="only loading and the one-core comparison")
+    parser.add_argument(
+        "--own", default=str(CACHE_DIR / "engines-tokenizer-30mb-32000-cl100k"),
+        help="one of our own 32k tokenizers (bench_engines builds it), compared the same way if it exists",
+    )
     args = parser.parse_args(argv)
     import tiktoken
     import tokenizers
@@ -74,9 +79,10 @@ def main(argv=None) -> None:
     save_s = time.perf_counter() - start
     load_json_s = best_of(3, lambda: bpe.Tokenizer.load(json_path))
     hf_tok = bpe.Tokenizer.load(json_path)
+    prove_json_s = best_of(1, hf_tok.prove)
     print(f"load rank file ({tok.vocab_size} IDs): {load_s:.3f} s; prove: {prove_s:.3f} s -> {tok.prove().reason}")
     print(f"save as tokenizer.json (derives merges): {save_s:.2f} s; load that tokenizer.json: {load_json_s:.3f} s; "
-          f"engine: {hf_tok.engine.reason}")
+          f"prove: {prove_json_s:.2f} s -> {hf_tok.engine.reason}")
 
     # 2. One core, one document at a time.
     encoding = tiktoken.Encoding(name="cl100k", pat_str=preset.pattern, mergeable_ranks={
@@ -100,6 +106,15 @@ def main(argv=None) -> None:
     base = timings["tiktoken encode_ordinary"]
     for name, seconds in timings.items():
         print(f"  {name}: {seconds:.2f} s, {total / 1e6 / seconds:.2f} MB/s, {base / seconds:.2f}x tiktoken")
+    if os.path.exists(os.path.join(args.own, "tokenizer.json")):
+        own = bpe.Tokenizer.load(args.own)
+        own_encoding = own.to_tiktoken()
+        own_tiktoken_s = best_of(1, lambda: [own_encoding.encode_ordinary(d) for d in docs])
+        own_s = best_of(1, lambda: [own.encode(d) for d in docs])
+        print(f"  our own {own.vocab_size}-token tokenizer, Tokenizer.encode: {own_s:.2f} s, "
+              f"{own_tiktoken_s / own_s:.2f}x tiktoken with the same vocabulary")
+    if args.skip_pipeline:
+        return
 
     # 3. beam-bpe encode on the corpus.
     corpus = corpus_text(int(args.mb * 1e6))

@@ -74,6 +74,8 @@ class Tokenizer:
     Attributes:
       kind: ``"beam-bpe"`` (our ID contract), ``"tiktoken"`` (a rank file: byte-rank
         semantics) or ``"huggingface"`` (a foreign tokenizer.json: HF's merge semantics).
+      merges: (left ID, right ID) in rank order, for ours and Hugging Face's; a rank
+        file has none (``[]``): tiktoken merges by the ranks of token bytes.
       special_tokens: text -> ID.
       added_tokens: Hugging Face added tokens that are not special, text -> ID: matched
         in any text, as HF does.
