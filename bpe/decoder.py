@@ -10,7 +10,7 @@ decoder, so that for any IDs the concatenated stream output equals
 from __future__ import annotations
 
 import codecs
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 
 def vocabulary_bytes(merges: Iterable[tuple[int, int]] = ()) -> list[bytes]:
@@ -28,13 +28,14 @@ class Decoder:
     """Turns IDs into bytes with a lookup table of every token's bytes.
 
     Args:
-      token_bytes: the bytes of token ID i at position i.
+      token_bytes: the bytes of each ID: a list (token ID i at position i) or a
+        mapping (a vocabulary may have gaps).
       special_ids: IDs of special tokens (dropped when asked to skip them).
     """
 
-    def __init__(self, token_bytes: Sequence[bytes], special_ids: Iterable[int] = ()):
-        self.vocab_size = len(token_bytes)
-        self.token_bytes = dict(enumerate(token_bytes))
+    def __init__(self, token_bytes: Sequence[bytes] | Mapping[int, bytes], special_ids: Iterable[int] = ()):
+        self.token_bytes = dict(token_bytes) if isinstance(token_bytes, Mapping) else dict(enumerate(token_bytes))
+        self.vocab_size = max(self.token_bytes, default=-1) + 1
         self.special_ids = frozenset(special_ids)
         # A token that is whole characters by itself streams out without touching
         # the incremental decoder: the common case, and the fast path.
@@ -57,6 +58,8 @@ class Decoder:
     def invalid_id(self, token_id) -> ValueError:
         if not hasattr(token_id, "__index__"):
             return ValueError(f"token ID {token_id!r} is not an integer")
+        if 0 <= token_id < self.vocab_size:
+            return ValueError(f"token ID {token_id!r} is not in the vocabulary (it has no token with this ID)")
         return ValueError(
             f"token ID {token_id!r} is out of range: the vocabulary has {self.vocab_size} "
             f"tokens (IDs 0..{self.vocab_size - 1})"

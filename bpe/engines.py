@@ -11,7 +11,9 @@ the flat form token shards are built from. Engines, fastest first:
   ``PieceEncoder``; it encodes anything, byte for byte.
 
 A faster engine is used for a tokenizer only once it is **proven** to give the
-reference's IDs on every input it takes. For tiktoken that means: the pattern is
+reference's IDs on every input it takes. For a tiktoken rank file, tiktoken's
+rule is the file's own, so only the pattern and the sample are checked. For our
+own tokenizers that means: the pattern is
 one of tiktoken's own (``TIKTOKEN_PATTERNS``), ``_rank_mismatch`` finds no text on which
 tiktoken's rank-of-bytes rule and our merge order could differ (O(vocabulary),
 see there), and a sample text encodes alike in both, a check of the two regex
@@ -188,7 +190,7 @@ def choose(tokenizer: Tokenizer) -> Engine:
     if engine is not None:
         return engine
     proof = EngineProof(tokenizer.sha256, "python", (("tiktoken", why),))
-    return PythonEngine(tokenizer.pre_tokenizer.split, tokenizer.piece_encoder, proof)
+    return PythonEngine(*tokenizer.reference_parts(), proof)
 
 
 def from_proof(tokenizer: Tokenizer, proof: EngineProof) -> Engine:
@@ -208,7 +210,7 @@ def from_proof(tokenizer: Tokenizer, proof: EngineProof) -> Engine:
             return engine
         rejected = (*rejected, ("tiktoken", why))
     reference_proof = EngineProof(proof.tokenizer_sha256, "python", rejected)
-    return PythonEngine(tokenizer.pre_tokenizer.split, tokenizer.piece_encoder, reference_proof)
+    return PythonEngine(*tokenizer.reference_parts(), reference_proof)
 
 
 def check(tokenizer: Tokenizer, proof: EngineProof) -> None:
@@ -227,20 +229,35 @@ def _tiktoken(tokenizer: Tokenizer, proven: bool) -> tuple[TiktokenEngine | None
     """(tiktoken's engine for this tokenizer, "") if it qualifies, else (None, why not).
 
     ``proven``: the O(vocabulary) ``_rank_mismatch`` already passed for a
-    tokenizer with this SHA-256 (in a job's driver); skip it.
+    tokenizer with this SHA-256 (in a job's driver); skip it. A tiktoken rank
+    file needs no such proof: tiktoken's rule is the file's own semantics.
     """
     if tokenizer.pattern not in TIKTOKEN_PATTERNS:
         return None, "custom pre-tokenizer pattern: tiktoken's regex engine may split it differently"
+    view, ranks = tokenizer, None
+    if tokenizer.kind == "huggingface":
+        view, why = _hf_as_ours(tokenizer)
+        if view is None:
+            return None, why
+        encoder = tokenizer.piece_encoder
+        ranks = {tokenizer.token_bytes(i): i for i in (*encoder.byte_ids, *encoder.merged)}
+    special_tokens = tokenizer.special_tokens or {_UNUSED_SPECIAL: tokenizer.vocab_size}
     try:
-        encoding = tokenizer.to_tiktoken(special_tokens=tokenizer.special_tokens or {_UNUSED_SPECIAL: tokenizer.vocab_size})
+        if ranks is None:
+            encoding = tokenizer.to_tiktoken(special_tokens=special_tokens)
+        else:
+            import tiktoken
+
+            encoding = tiktoken.Encoding(name="beam-bpe", pat_str=tokenizer.pattern, mergeable_ranks=ranks,
+                                         special_tokens=dict(special_tokens))
     except ImportError:
         return None, "tiktoken cannot be imported"
     except Exception as e:  # any failure to build it just means the next engine down
         return None, f"tiktoken rejected the vocabulary: {e}"
-    mismatch = None if proven else _rank_mismatch(tokenizer)
+    mismatch = None if proven or tokenizer.kind == "tiktoken" else _rank_mismatch(view)
     if mismatch:
         return None, mismatch
-    reference = PythonEngine(tokenizer.pre_tokenizer.split, tokenizer.piece_encoder)
+    reference = PythonEngine(*tokenizer.reference_parts())
     engine = TiktokenEngine(encoding, reference, EngineProof(tokenizer.sha256, "tiktoken"))
     ours = reference.encode(VERIFICATION_SAMPLE)
     theirs = engine.encode_array(VERIFICATION_SAMPLE).tolist()
@@ -248,6 +265,33 @@ def _tiktoken(tokenizer: Tokenizer, proven: bool) -> tuple[TiktokenEngine | None
         first = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
         return None, f"tiktoken differs from the reference on the verification sample at token {first}"
     return engine, ""
+
+
+def _hf_as_ours(tokenizer: Tokenizer) -> tuple[Tokenizer | None, str]:
+    """A Hugging Face tokenizer renumbered into our contract, when tiktoken's rule with
+    the file's IDs as ranks is the same as ours with our IDs; else (None, why not).
+
+    That holds when merges create tokens in increasing ID order (so the lowest
+    rank of tiktoken is the earliest merge), every ordinary token of two or more
+    bytes is made by a merge (tiktoken could build any other one), and no added
+    token is matched in text (tiktoken's ordinary encoder matches none). Then
+    ``_rank_mismatch`` of the renumbered tokenizer decides.
+    """
+    from bpe.tokenizer import Tokenizer  # the tokenizer module imports this one
+
+    encoder = tokenizer.piece_encoder
+    merged = encoder.merged
+    if tokenizer.added_tokens:
+        return None, "added tokens are matched in any text, which tiktoken's ordinary encoder does not do"
+    if any(b <= a for a, b in zip(merged, merged[1:])):
+        return None, "Hugging Face merge-rank semantics: merges do not create tokens in increasing ID order"
+    made = set(merged) | set(encoder.byte_ids)
+    unmade = [i for i in tokenizer.ordinary_ids() if i not in made and i not in tokenizer.special_tokens.values()]
+    if unmade:
+        return None, f"Hugging Face merge-rank semantics: token {unmade[0]} is made by no merge"
+    ours_id = {token_id: b for b, token_id in enumerate(encoder.byte_ids)}
+    ours_id.update((token_id, 256 + i) for i, token_id in enumerate(merged))
+    return Tokenizer([(ours_id[a], ours_id[b]) for a, b in encoder.merges], pattern=tokenizer.pattern), ""
 
 
 # Text that exercises every branch of the preset patterns and the places where

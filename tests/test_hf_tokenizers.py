@@ -1,0 +1,286 @@
+"""Existing tokenizers, Hugging Face's side: byte-level BPE tokenizer.json files built and
+saved by HF ``tokenizers`` itself (trained here on real text) load with their own IDs
+and encode exactly as ``tokenizers`` does; what we cannot reproduce is refused."""
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bpe
+from bpe.pretokenize import onig_compatible
+from tests import real_text
+
+tokenizers = pytest.importorskip("tokenizers")
+from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers, processors, trainers  # noqa: E402
+
+LLAMA3_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+SPECIALS = ["<|begin_of_text|>", "<|end_of_text|>"]
+
+
+def _train(pre_tokenizer, vocab_size=900, specials=SPECIALS) -> "tokenizers.Tokenizer":
+    tok = tokenizers.Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizer
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=specials, show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tok.train_from_iterator(real_text.multilingual(per_language=2), trainer)
+    return tok
+
+
+def _with_ignore_merges(tok):
+    model = json.loads(tok.to_str())["model"]
+    tok.model = models.BPE(vocab=model["vocab"], merges=[tuple(m) for m in model["merges"]], ignore_merges=True)
+    return tok
+
+
+def _with_added_tokens(tok):
+    tok.add_tokens(["hello world", AddedToken("<tool>", special=False)])
+    tok.add_special_tokens(["<|eot|>"])
+    return tok
+
+
+def _with_template(tok):
+    tok.post_processor = processors.TemplateProcessing(
+        single="<|begin_of_text|> $A <|end_of_text|>", special_tokens=[(s, tok.token_to_id(s)) for s in SPECIALS]
+    )
+    return tok
+
+
+def _llama3_style():
+    return pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(LLAMA3_PATTERN), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+
+
+KINDS = {
+    "ByteLevel (GPT-2)": lambda: _train(pre_tokenizers.ByteLevel(add_prefix_space=False)),
+    "ByteLevel add_prefix_space": lambda: _train(pre_tokenizers.ByteLevel(add_prefix_space=True)),
+    "Split + ByteLevel(use_regex=False) (Llama 3, Qwen2)": lambda: _train(_llama3_style()),
+    "Split + Split + ByteLevel (DeepSeek)": lambda: _train(pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(r"\p{N}{1,3}"), behavior="isolated"),
+        pre_tokenizers.Split(Regex(r"[一-龥\u3040-ゟ゠-ヿ]+"), behavior="isolated"),
+        pre_tokenizers.Split(Regex(LLAMA3_PATTERN), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])),
+    "Split with a String pattern": lambda: _train(pre_tokenizers.Sequence([
+        pre_tokenizers.Split(" ", behavior="isolated"), pre_tokenizers.ByteLevel(add_prefix_space=True),
+    ])),
+    "Split cl100k + ByteLevel": lambda: _train(pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(onig_compatible("cl100k")), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])),
+    "added tokens": lambda: _with_added_tokens(_train(_llama3_style())),
+    "ignore_merges": lambda: _with_ignore_merges(_train(_llama3_style())),
+    "TemplateProcessing BOS/EOS": lambda: _with_template(_train(_llama3_style())),
+    "RobertaProcessing": lambda: _set(_train(pre_tokenizers.ByteLevel(add_prefix_space=True), specials=["<s>", "</s>"]),
+                                      "post_processor", processors.RobertaProcessing(("</s>", 1), ("<s>", 0))),
+}
+
+
+def _set(tok, attribute, value):
+    setattr(tok, attribute, value)
+    return tok
+
+
+class _Saved(dict):
+    def __repr__(self):  # hypothesis prints the fixture on failure: keep it short
+        return f"<{len(self)} saved tokenizers>"
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """kind -> (HF tokenizer as read back from its file, ours loaded from the same file)."""
+    out = _Saved()
+    for name, make in KINDS.items():
+        path = tmp_path_factory.mktemp("hf") / "tokenizer.json"
+        make().save(str(path))
+        out[name] = tokenizers.Tokenizer.from_file(str(path)), bpe.Tokenizer.load(str(path))
+    return out
+
+
+def held_out() -> list[str]:
+    texts = real_text.multilingual(per_language=1, start=7)
+    texts += ["", " ", "  leading", "trailing  ", "\n\n\n", "a" * 3000, "漢" * 500, "😀" * 100, "x\u0301 \u200d\t\r\n",
+              "it's HE'LL 12345 ١٢٣", "hello world and <tool> here", "hello worldhello world"]
+    return texts
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_foreign_files_give_hugging_faces_ids(saved, kind):
+    hf, ours = saved[kind]
+    assert ours.kind == "huggingface"
+    assert ours.vocab_size == hf.get_vocab_size()
+    texts = held_out()
+    assert sum(map(len, texts)) > 30_000
+    for text in texts:
+        expected = hf.encode(text, add_special_tokens=False).ids
+        assert ours.encode(text) == expected, (kind, text[:60])
+    assert ours.encode_batch(texts) == [hf.encode(t, add_special_tokens=False).ids for t in texts]
+    for text in texts[:5]:
+        ids = ours.encode(text)
+        assert ours.decode(ids) == hf.decode(ids, skip_special_tokens=False)
+
+
+@pytest.mark.parametrize("kind", ["ByteLevel add_prefix_space", "Split + Split + ByteLevel (DeepSeek)", "added tokens", "ignore_merges"])
+@settings(max_examples=150, deadline=None)
+@given(text=st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=120))
+def test_fuzzed_text_gives_hugging_faces_ids(saved, kind, text):
+    hf, ours = saved[kind]
+    assert ours.encode(text) == hf.encode(text, add_special_tokens=False).ids
+
+
+def test_special_tokens_bos_and_eos(saved):
+    hf, ours = saved["TemplateProcessing BOS/EOS"]
+    assert (ours.bos_token, ours.eos_token) == tuple(SPECIALS)
+    text = "A line of text."
+    assert ours.with_bos_eos(ours.encode(text), bos=True, eos=True) == hf.encode(text).ids
+    hf, ours = saved["RobertaProcessing"]
+    assert (ours.bos_token, ours.eos_token) == ("<s>", "</s>")
+    assert ours.with_bos_eos(ours.encode(text), bos=True, eos=True) == hf.encode(text).ids
+    hf, ours = saved["added tokens"]
+    text = "one <|eot|> two <tool> three"
+    assert ours.encode(text, allowed_special="all") == hf.encode(text, add_special_tokens=False).ids
+    # Our default keeps special-token strings as text; non-special added tokens match anyway, as in HF.
+    assert ours.encode(text) != hf.encode(text, add_special_tokens=False).ids
+    assert ours.added_tokens["<tool>"] in ours.encode(text)
+    with pytest.raises(ValueError, match="declares no BOS token"):
+        ours.bos_id
+
+
+def test_stream_decoding_matches_hugging_faces_decode_stream(saved):
+    from tokenizers.decoders import DecodeStream
+
+    hf, ours = saved["TemplateProcessing BOS/EOS"]
+    prompt = hf.encode("Вопрос: ", add_special_tokens=False).ids
+    reply = hf.encode("漢字で 答え😀", add_special_tokens=False).ids + [hf.token_to_id("<|end_of_text|>")]
+    for skip in (False, True):
+        stream = DecodeStream(ids=prompt, skip_special_tokens=skip)
+        expected = "".join(filter(None, (stream.step(hf, i) for i in reply)))
+        decoder = ours.stream_decoder(skip_special_tokens=skip)
+        decoder.prefill(prompt)
+        pieces = [decoder.step(i) for i in reply]
+        assert all("\ufffd" not in p for p in pieces)
+        assert "".join(pieces) + decoder.flush() == expected
+
+
+def test_save_writes_the_file_back(saved, tmp_path):
+    hf, ours = saved["added tokens"]
+    path = ours.save(str(tmp_path))
+    back = bpe.Tokenizer.load(path)
+    assert back.sha256 == ours.sha256
+    text = held_out()[0]
+    assert back.encode(text) == tokenizers.Tokenizer.from_file(path).encode(text, add_special_tokens=False).ids
+
+
+def test_engine_is_the_reference_with_a_reason(saved):
+    _, ours = saved["ByteLevel (GPT-2)"]
+    assert ours.engine.name == "python"
+    assert "custom pre-tokenizer pattern" in ours.engine.reason
+
+
+def test_the_tiktoken_engine_where_proven_for_a_hugging_face_file(saved):
+    hf, ours = saved["Split cl100k + ByteLevel"]
+    assert ours.pattern == bpe.PRESETS["cl100k"]
+    engine = ours.engine
+    texts = held_out()
+    assert engine.name in ("tiktoken", "python")
+    if engine.name == "python":
+        assert "tiktoken could build token" in engine.reason  # the proof names the difference
+    assert [engine.encode(t) for t in texts] == [hf.encode(t, add_special_tokens=False).ids for t in texts]
+
+
+# -- refusals: one line naming what is unsupported ----------------------------------------
+
+
+def _spec(saved, kind="Split + ByteLevel(use_regex=False) (Llama 3, Qwen2)"):
+    return json.loads(saved[kind][0].to_str())
+
+
+REFUSALS = {
+    "WordPiece": (lambda s: s["model"].update(type="WordPiece"), "model type is 'WordPiece'"),
+    "Unigram": (lambda s: s.update(model={"type": "Unigram", "unk_id": 0, "vocab": [["a", -1.0]]}), "model type is 'Unigram'"),
+    "byte fallback": (lambda s: s["model"].update(byte_fallback=True), "model.byte_fallback = true is not supported"),
+    "NFKC normalizer": (lambda s: s.update(normalizer={"type": "NFKC"}), "normalizer = NFKC is not supported"),
+    "Metaspace (SentencePiece)": (
+        lambda s: s.update(pre_tokenizer={"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True}),
+        "without ByteLevel: not a byte-level BPE tokenizer",
+    ),
+    "unknown pre-tokenizer": (
+        lambda s: s["pre_tokenizer"]["pretokenizers"].insert(0, {"type": "Digits", "individual_digits": True}),
+        "pre_tokenizer type 'Digits' is not supported",
+    ),
+    "Split Removed": (
+        lambda s: s["pre_tokenizer"]["pretokenizers"][0].update(behavior="Removed"),
+        'Split.behavior = "Removed" is not supported',
+    ),
+    "vocab not byte-level": (lambda s: s["model"]["vocab"].update({"▁hello": 5000}), "vocab token '▁hello' is not a ByteLevel string"),
+    "missing bytes": (
+        lambda s: s["model"]["vocab"].pop(next(k for k, v in s["model"]["vocab"].items() if len(k) == 1 and k.isalpha())),
+        "vocab lacks 1 of the 256 single bytes",
+    ),
+    "dropout": (lambda s: s["model"].update(dropout=0.1), "model.dropout = 0.1 is not supported"),
+    "rstrip added token": (
+        lambda s: s["added_tokens"][0].update(rstrip=True), "added token '<|begin_of_text|>'.rstrip = true is not supported"
+    ),
+    "post-processor of two BOS": (
+        lambda s: s.update(post_processor={"type": "TemplateProcessing", "single": [
+            {"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}}, {"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}},
+            {"Sequence": {"id": "A", "type_id": 0}}], "pair": [], "special_tokens": {}}),
+        "TemplateProcessing.single is not [BOS] $A [EOS]",
+    ),
+    "ByteLevel before a Split": (
+        lambda s: s["pre_tokenizer"]["pretokenizers"].reverse(), "Split pre-tokenizers followed by one ByteLevel"
+    ),
+}
+
+
+@pytest.mark.parametrize("case", REFUSALS)
+def test_what_we_cannot_reproduce_is_refused_in_one_line(saved, tmp_path, case):
+    change, message = REFUSALS[case]
+    spec = _spec(saved)
+    change(spec)
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    with pytest.raises(bpe.TokenizerFileError, match=message.replace("[", r"\[").replace("$", r"\$")) as info:
+        bpe.Tokenizer.load(str(path))
+    assert "\n" not in str(info.value) and str(info.value).startswith(str(path))
+
+
+def test_beam_bpe_encode_with_bos_and_eos_gives_hugging_faces_ids(saved, tmp_path):
+    import pathlib
+    import subprocess
+    import sys
+
+    import pyarrow.parquet as pq
+
+    hf, ours = saved["TemplateProcessing BOS/EOS"]
+    path = ours.save(str(tmp_path / "tok"))
+    texts = [t for t in held_out() if t][:12]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n" for i, t in enumerate(texts)), encoding="utf-8")
+    repo = pathlib.Path(__file__).resolve().parent.parent
+    command = [sys.executable, "-m", "pipeline.cli", "encode", "--tokenizer", path, "--input", str(corpus),
+               "--direct_running_mode=in_memory", "--direct_num_workers=1"]
+    run = subprocess.run([*command, "--output", str(tmp_path / "out"), "--prepend-bos", "--append-eos"],
+                         capture_output=True, cwd=repo)
+    assert run.returncode == 0, run.stderr.decode()
+    rows = {r["id"]: r["tokens"] for shard in (tmp_path / "out").glob("part-*.parquet") for r in pq.read_table(shard).to_pylist()}
+    assert rows == {str(i): hf.encode(t).ids for i, t in enumerate(texts)}
+    # A file whose post-processor declares no EOS needs --eos-token, naming one of its special tokens.
+    _, plain = saved["Split + ByteLevel(use_regex=False) (Llama 3, Qwen2)"]
+    plain_path = plain.save(str(tmp_path / "plain"))
+    command[5] = plain_path
+    run = subprocess.run([*command, "--output", str(tmp_path / "out2"), "--append-eos"], capture_output=True, cwd=repo)
+    assert run.returncode == 2 and "declares no EOS token: name one of its special tokens with --eos-token" in run.stderr.decode()
+    run = subprocess.run([*command, "--output", str(tmp_path / "out3"), "--append-eos", "--eos-token", "<|end_of_text|>"],
+                         capture_output=True, cwd=repo)
+    assert run.returncode == 0, run.stderr.decode()
+    rows = {r["id"]: r["tokens"] for shard in (tmp_path / "out3").glob("part-*.parquet") for r in pq.read_table(shard).to_pylist()}
+    assert rows == {str(i): hf.encode(t, add_special_tokens=False).ids + [1] for i, t in enumerate(texts)}
