@@ -4,8 +4,9 @@ IDs (the contract): 0..255 are the single bytes, merge i creates 256 + i, and
 special tokens follow the merges in the order given.
 
 Files are Hugging Face ``tokenizer.json`` (see ``bpe.tokenizer_file``), local or
-remote. ``encode`` is the pure-Python reference; ``engine`` is the fastest
-engine proven to give the same IDs for this tokenizer (see ``bpe.engines``).
+remote. ``encode`` runs through ``engine``, the fastest chain of engines
+proven to give the reference's IDs for this tokenizer (see ``bpe.engines``);
+``reference`` is the pure-Python reference encoder itself.
 """
 
 from __future__ import annotations
@@ -95,26 +96,31 @@ class Tokenizer:
 
     # -- encoding -------------------------------------------------------------
 
-    def encode(self, text: str | bytes, allowed_special: Iterable[str] | str = ()) -> list[int]:
-        """Encodes text or any bytes (invalid UTF-8 included) into IDs with the reference encoder.
+    def encode(self, text: str | bytes, allowed_special: Iterable[str] | str = (), engine=None) -> list[int]:
+        """Encodes text or any bytes (invalid UTF-8 included) into IDs.
 
         Special-token strings in the text are ordinary text unless listed in
-        ``allowed_special`` (or it is ``"all"``).
+        ``allowed_special`` (or it is ``"all"``). The text between allowed
+        special tokens, or all of it, is encoded by ``engine``: default the
+        tokenizer's ``engine`` (decided on first use); ``self.reference`` gives
+        the pure-Python reference's IDs, which every engine is proven to equal.
         """
-        text, errors = to_text(text)
+        engine = engine or self.engine
         if allowed_special == "all":
             allowed_special = self.special_tokens
         if not allowed_special:
-            return self._encoder.encode_pieces(self.pre_tokenizer.split(text), errors)
+            return engine.encode(text)
         unknown = set(allowed_special) - set(self.special_tokens)
         if unknown:
             raise ValueError(f"not special tokens of this tokenizer: {sorted(unknown)}")
+        text, errors = to_text(text)
         ids: list[int] = []
         for segment, is_special in self.pre_tokenizer.segments(text, allowed_special):
             if is_special:
                 ids.append(self.special_tokens[segment])
             else:
-                ids.extend(self._encoder.encode_pieces(self.pre_tokenizer.split(segment), errors))
+                # Text decoded from invalid UTF-8 goes back to its own bytes.
+                ids.extend(engine.encode(segment.encode("utf-8", errors) if errors == "surrogateescape" else segment))
         return ids
 
     def encode_batch(self, texts: Iterable[str | bytes], fast: bool = True) -> list[list[int]]:
@@ -123,9 +129,7 @@ class Tokenizer:
         With ``fast``, the tokenizer's ``engine`` encodes them (deciding it on
         the first call); else the reference encoder does.
         """
-        if not fast:
-            return [self.encode(text) for text in texts]
-        encode = self.engine.encode
+        encode = self.engine.encode if fast else self.reference.encode
         return [encode(text) for text in texts]
 
     @property
@@ -138,6 +142,13 @@ class Tokenizer:
         if self._engine is None:
             self._engine = engines.choose(self)
         return self._engine
+
+    @property
+    def reference(self) -> engines.PythonEngine:
+        """The pure-Python reference encoder (``encode(data)``, ``encode_array(data)``):
+        the oracle every engine is proven against; ``encode(text, engine=tokenizer.reference)``
+        with special tokens."""
+        return engines.PythonEngine(self.pre_tokenizer.split, self._encoder)
 
     def prove(self) -> EngineProof:
         """The proof of which engine gives this tokenizer's IDs: small, picklable, for ``use_proof`` elsewhere."""
