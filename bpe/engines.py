@@ -240,8 +240,11 @@ class AcceleratedEngine:
             return self.next.encode_array(data)
         if isinstance(ids, array):
             return ids
+        view = memoryview(ids)  # a numpy array
+        if view.itemsize != 4:
+            return array("I", ids.tolist())
         out = array("I")
-        out.frombytes(ids)  # a numpy uint32 array: its buffer, no int per token
+        out.frombytes(view.cast("B"))  # uint32: its buffer, no int per token
         return out
 
     def _accelerated(self, data: str | bytes):
