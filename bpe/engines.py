@@ -185,6 +185,8 @@ def _valid_text(data: str | bytes) -> str | None:
     both byte for byte.
     """
     if isinstance(data, str):
+        if data.isascii():  # a flag CPython keeps on every str
+            return data
         try:
             data.encode("utf-8")  # no lone surrogates
         except UnicodeEncodeError:
