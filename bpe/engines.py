@@ -5,10 +5,20 @@ as in ``Tokenizer.encode`` by default) from a str or any bytes:
 ``encode(data)`` gives a list of IDs, ``encode_array(data)`` an ``array("I")``,
 the flat form token shards are built from. Engines, fastest first:
 
-- ``tiktoken``: tiktoken's Rust core, for valid UTF-8 text; it hands every other
-  document (invalid UTF-8, lone surrogates) to the reference.
+- ``gigatoken``, ``fastokens``, ``splintr``: the optional accelerators
+  (``bpe.accelerators``, each proven as described there), for valid UTF-8
+  text; each may decline a text it is not proven on.
+- ``tiktoken``: tiktoken's Rust core, for valid UTF-8 text.
 - ``python``: the reference, this package's own pre-tokenizer and
   ``PieceEncoder``; it encodes anything, byte for byte.
+
+A tokenizer's engine is a chain: the first accelerator that builds and
+qualifies (``AcceleratedEngine``), then tiktoken's engine if it qualifies, then
+the reference. A text an engine does not take (declined, invalid UTF-8, lone
+surrogates) goes to the next one down. Only the first accelerator is in the
+chain: the texts one declines hold code points the others' Unicode tables lack
+too. ``BEAM_BPE_ENGINES`` (e.g. ``tiktoken,python``) names the engines a
+process may use; the others are rejected as switched off.
 
 A faster engine is used for a tokenizer only once it is **proven** to give the
 reference's IDs on every input it takes. For tiktoken that means: the pattern is
@@ -17,10 +27,13 @@ tiktoken's rank-of-bytes rule and our merge order could differ (O(vocabulary),
 see there), and a sample text encodes alike in both, a check of the two regex
 engines that runs in every process that builds the engine.
 
-``choose(tokenizer)`` runs the proofs and returns the engine, whose ``.proof``
-(an ``EngineProof``) is small and picklable: a job's driver proves once and
-passes the proof on, and ``from_proof`` in each worker checks it against the
-worker's own tokenizer by SHA-256 and trusts it, without the O(vocabulary) step.
+``choose(tokenizer)`` runs the proofs and returns the chain, whose ``.proof``
+(an ``EngineProof``: the chain and why every other engine is not in it) is
+small and picklable: a job's driver proves once and passes the proof on, and
+``from_proof`` in each worker checks it against the worker's own tokenizer by
+SHA-256 and trusts it, rebuilding the chain without the O(vocabulary) steps.
+``beam-bpe encode --verify-fraction`` checks a sample of documents against the
+reference while the job runs (``transforms.encode``).
 """
 
 from __future__ import annotations

@@ -216,3 +216,14 @@ def test_the_suite_passes_with_the_accelerators_switched_off():
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert " passed" in result.stdout and " failed" not in result.stdout
+
+
+def test_what_the_first_accelerator_declines_the_others_decline_too():
+    """Why the chain holds one accelerator: the code points gigatoken's tables lack,
+    the PCRE2 engines (fastokens, splintr) lack as well."""
+    from bpe.accelerators.unicode_guard import GIGATOKEN_GAPS, PCRE2_GAPS, parse_ranges
+
+    def points(ranges):
+        return {c for first, last in parse_ranges(ranges) for c in range(first, last + 1)}
+
+    assert points(GIGATOKEN_GAPS) <= points(PCRE2_GAPS)
