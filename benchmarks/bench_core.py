@@ -64,9 +64,9 @@ def bench_encode(tok: bpe.Tokenizer, docs: list[str], warm_up: list[str]) -> lis
 
     ``Tokenizer.encode`` twice: with every installed engine (the accelerators)
     and with the required dependencies only (``BEAM_BPE_ENGINES=tiktoken,python``);
-    its reference (``tokenizer.reference.encode``, pure Python) with the piece
-    cache warmed on ``warm_up`` (other text), as a worker's cache is after its
-    first documents.
+    its reference (``tokenizer.reference.encode``, pure Python). Encoders with
+    a cache (the reference's piece cache, gigatoken's) first see ``warm_up``
+    (other text), as a worker's cache has after its first documents.
     """
     import tokenizers
 
@@ -76,8 +76,9 @@ def bench_encode(tok: bpe.Tokenizer, docs: list[str], warm_up: list[str]) -> lis
     accelerated = engine_tokenizer(tok, None)
     required = engine_tokenizer(tok, "tiktoken,python")
     warm = bpe.Tokenizer.from_json(tok.to_json()).reference
-    for doc in warm_up:
-        warm.encode(doc)
+    for doc in warm_up:  # every encoder with a cache gets the same start
+        for encoder in (warm, accelerated, required):
+            encoder.encode(doc)
     runs = [
         ("tiktoken encode_ordinary (1 thread)", lambda: [enc.encode_ordinary(d) for d in docs]),
         (f"beam-bpe Tokenizer.encode [{accelerated.engine.name}]", lambda: [accelerated.encode(d) for d in docs]),
