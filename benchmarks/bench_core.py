@@ -2,13 +2,13 @@
 
     python -m benchmarks.bench_core --mb 50 --vocab-size 32000
 
-1. training: our merge loop on the word-count table (the C loop and its
-   pure-Python twin) vs HF ``tokenizers``' whole ``train_from_iterator`` (see
-   benchmarks/bench_train.py);
-2. encoding on one core: ``Tokenizer.encode`` (pure Python; cold, empty cache,
-   and warm) and ``Tokenizer.encode_batch`` (tiktoken's core where proven) vs
-   tiktoken's ``encode_ordinary`` (single thread) and HF ``Tokenizer.encode``
-   (one call per document), all with the merges we trained, on held-out documents;
+1. training: our merge loop on the word-count table vs HF ``tokenizers``'
+   whole ``train_from_iterator`` (see benchmarks/bench_train.py);
+2. encoding on one core (CPU time): ``Tokenizer.encode`` with the accelerators
+   and with the required dependencies only, and its pure-Python reference
+   (warm cache), vs tiktoken's ``encode_ordinary`` (single thread) and HF
+   ``Tokenizer.encode`` (one call per document), all with the merges we
+   trained, on held-out documents, their mostly-ASCII part and Python sources;
 3. stream decoding: ``stream_decoder().step`` vs ``tokenizers.decoders.DecodeStream``;
 4. the 1 MB single-piece cases: one letter repeated, CJK without spaces.
 """
@@ -19,9 +19,13 @@ import argparse
 import os
 import time
 
-import bpe
-from benchmarks.bench_train import bench_train, format_table
-from benchmarks.corpus import CACHE_DIR, corpus_text, word_counts
+os.environ.setdefault("RAYON_NUM_THREADS", "1")  # the Rust engines' thread pools: one core
+
+import bpe  # noqa: E402
+from bpe import engines  # noqa: E402
+from benchmarks.bench_accelerators import python_sources  # noqa: E402
+from benchmarks.bench_train import bench_train, format_table  # noqa: E402
+from benchmarks.corpus import CACHE_DIR, corpus_text, word_counts  # noqa: E402
 
 
 def timed(fn, *args) -> tuple[float, object]:
@@ -38,40 +42,63 @@ def trained_tokenizer(docs: list[str], vocab_size: int, pattern: str, tag: str) 
     return bpe.Tokenizer.load(path)
 
 
-def bench_encode(tok: bpe.Tokenizer, docs: list[str], warm_up: list[str]) -> list[tuple[str, float]]:
-    """MB/s on one core for each encoder; also checks that all give the same IDs.
+def engine_tokenizer(tok: bpe.Tokenizer, engines_variable: str | None) -> bpe.Tokenizer:
+    """A fresh copy of ``tok`` whose engine chain is decided under ``BEAM_BPE_ENGINES=engines_variable``
+    (None: unset, every installed engine)."""
+    copy = bpe.Tokenizer.from_json(tok.to_json())
+    saved = os.environ.pop(engines.ENGINES_VARIABLE, None)
+    if engines_variable is not None:
+        os.environ[engines.ENGINES_VARIABLE] = engines_variable
+    try:
+        copy.engine  # decided here, and kept
+    finally:
+        os.environ.pop(engines.ENGINES_VARIABLE, None)
+        if saved is not None:
+            os.environ[engines.ENGINES_VARIABLE] = saved
+    return copy
 
-    "warm" means the piece cache has seen ``warm_up`` (other text) first, as a
-    worker's cache has after its first documents; it never saw ``docs``.
+
+def bench_encode(tok: bpe.Tokenizer, docs: list[str], warm_up: list[str]) -> list[tuple[str, float]]:
+    """MB/s (CPU time, one core, one call per document) for each encoder, and the
+    ratio to tiktoken; checks that every encoder gives tiktoken's IDs on every document.
+
+    ``Tokenizer.encode`` twice: with every installed engine (the accelerators)
+    and with the required dependencies only (``BEAM_BPE_ENGINES=tiktoken,python``);
+    its reference (``tokenizer.reference.encode``, pure Python). Encoders with
+    a cache (the reference's piece cache, gigatoken's) first see ``warm_up``
+    (other text), as a worker's cache has after its first documents.
     """
     import tokenizers
 
     mb = sum(len(d.encode()) for d in docs) / 1e6
     enc = tok.to_tiktoken()
     hf = tokenizers.Tokenizer.from_file(tok.save(os.path.join(CACHE_DIR, "encode-bench")))
-    cold = bpe.Tokenizer(tok.merges, pattern=tok.pattern)
-    warm = bpe.Tokenizer(tok.merges, pattern=tok.pattern)
-    for doc in warm_up:
-        warm.encode(doc)
-    batch = bpe.Tokenizer(tok.merges, pattern=tok.pattern)
-    proof_seconds, proof = timed(batch.prove)  # once per tokenizer, before the first batch
-    reason = proof.reason
+    accelerated = engine_tokenizer(tok, None)
+    required = engine_tokenizer(tok, "tiktoken,python")
+    warm = bpe.Tokenizer.from_json(tok.to_json()).reference
+    for doc in warm_up:  # every encoder with a cache gets the same start
+        for encoder in (warm, accelerated, required):
+            encoder.encode(doc)
     runs = [
-        ("beam-bpe Tokenizer.encode, cold cache", lambda: [cold.encode(d) for d in docs]),
-        ("beam-bpe Tokenizer.encode, cache warmed on other text", lambda: [warm.encode(d) for d in docs]),
-        ("beam-bpe Tokenizer.encode_batch (tiktoken core where proven)", lambda: batch.encode_batch(docs)),
         ("tiktoken encode_ordinary (1 thread)", lambda: [enc.encode_ordinary(d) for d in docs]),
+        (f"beam-bpe Tokenizer.encode [{accelerated.engine.name}]", lambda: [accelerated.encode(d) for d in docs]),
+        (f"beam-bpe Tokenizer.encode, required deps only [{required.engine.name}]", lambda: [required.encode(d) for d in docs]),
+        ("beam-bpe reference (pure Python, warm cache)", lambda: [warm.encode(d) for d in docs]),
         ("HF tokenizers encode (1 call per doc)", lambda: [hf.encode(d, add_special_tokens=False).ids for d in docs]),
     ]
-    rows, outputs = [], []
+    rows, outputs, tiktoken_seconds = [], [], None
     for name, run in runs:
-        seconds, ids = timed(run)
-        rows.append((name, mb / seconds))
+        start = time.process_time()
+        ids = run()
+        seconds = time.process_time() - start
+        tiktoken_seconds = tiktoken_seconds or seconds
+        rows.append((f"{name} ({tiktoken_seconds / seconds:.2f}x tiktoken)", mb / seconds))
         outputs.append(ids)
-    rows.append((f"encode_batch: {reason} (proof once: {proof_seconds:.2f} s)", float("nan")))
-    for name, index in [("encode_batch", 2), ("tiktoken", 3), ("HF", 4)]:
-        mismatches = sum(a != b for a, b in zip(outputs[1], outputs[index]))
-        rows.append((f"documents where {name}'s IDs differ from Tokenizer.encode's: {mismatches}", float("nan")))
+    for (name, _), ids in zip(runs[1:], outputs[1:]):
+        mismatches = sum(a != b for a, b in zip(outputs[0], ids))
+        rows.append((f"documents of {len(docs)} where {name.split(' (')[0]} differs from tiktoken: {mismatches}", float("nan")))
+    for label, t in [("accelerated", accelerated), ("required deps only", required)]:
+        rows.append((f"engine, {label}: {t.engine.reason}; documents not taken by its first engine: {t.engine.fallbacks}", float("nan")))
     return rows
 
 
@@ -125,7 +152,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--vocab-size", type=int, default=32000)
     parser.add_argument("--pattern", default="gpt2")
     parser.add_argument("--encode-mb", type=float, default=10, help="held-out text to encode, in MB")
+    parser.add_argument("--sections", default="train,encode,stream,long", help="which sections to run")
     args = parser.parse_args(argv)
+    sections = set(args.sections.split(","))
 
     docs = corpus_text(int((args.mb + args.encode_mb) * 1e6))
     cut, total = 0, 0
@@ -134,27 +163,35 @@ def main(argv: list[str] | None = None) -> None:
         cut += 1
     train_docs, held_out = docs[:cut], docs[cut:]
 
-    print("== 1. training ==")
-    print(format_table(bench_train(train_docs, args.vocab_size, args.pattern, memory=False)))
+    if "train" in sections:
+        print("== 1. training ==")
+        print(format_table(bench_train(train_docs, args.vocab_size, args.pattern, memory=False)))
     tok = trained_tokenizer(train_docs, args.vocab_size, args.pattern, tag=f"{args.mb:g}mb")
 
     # Pure-Python encoding costs little per cached piece and a lot per new one, so
     # the speed depends on how often pieces repeat: report the mostly-English part
     # (code, English man pages) apart from the whole multilingual held-out text.
     mostly_ascii = [d for d in held_out if len(d.encode()) < 1.05 * len(d)]
-    for title, docs_to_encode in [("all held-out text", held_out), ("its mostly-ASCII documents", mostly_ascii)]:
+    subsets = [
+        ("all held-out text", held_out),
+        ("its mostly-ASCII documents", mostly_ascii),
+        ("Python sources (stdlib)", python_sources(train_docs, args.encode_mb / 2)),
+    ]
+    for title, docs_to_encode in subsets if "encode" in sections else []:
         mb = sum(len(d.encode()) for d in docs_to_encode) / 1e6
-        print(f"\n== 2. encoding on one core: {title} ({mb:.1f} MB) ==")
+        print(f"\n== 2. encoding on one core: {title} ({mb:.1f} MB; load average {os.getloadavg()[0]:.1f}) ==")
         for name, value in bench_encode(tok, docs_to_encode, warm_up=train_docs[: len(docs_to_encode)]):
-            print(f"{name:<62} {value:>8.2f} MB/s" if value == value else name)
+            print(f"{name:<80} {value:>8.2f} MB/s" if value == value else name)
 
-    print("\n== 3. stream decoding ==")
-    for name, value in bench_stream(tok, held_out[: max(1, len(held_out) // 4)]):
-        print(f"{name:<56} {value / 1e6:>8.2f} M tokens/s" if value == value else name)
+    if "stream" in sections:
+        print("\n== 3. stream decoding ==")
+        for name, value in bench_stream(tok, held_out[: max(1, len(held_out) // 4)]):
+            print(f"{name:<56} {value / 1e6:>8.2f} M tokens/s" if value == value else name)
 
-    print("\n== 4. 1 MB single pieces ==")
-    for name, value in bench_long_pieces(tok):
-        print(f"{name:<64} {value:>8.2f}")
+    if "long" in sections:
+        print("\n== 4. 1 MB single pieces ==")
+        for name, value in bench_long_pieces(tok):
+            print(f"{name:<64} {value:>8.2f}")
 
 
 if __name__ == "__main__":

@@ -4,9 +4,12 @@
 
 1. ``beam-bpe encode`` (DirectRunner, multi_processing, N workers) on >= 50 MB of
    real text in 8 JSON Lines shards, wall clock including job start-up, reading
-   and Parquet writing; against tiktoken's single-thread ``encode_ordinary`` on
-   the same documents with the same merges and pattern. Reports the ratio and the
-   peak RSS of every process of the job (driver and workers).
+   and Parquet writing, with the accelerators and with the required
+   dependencies only (``BEAM_BPE_ENGINES=tiktoken,python``); against tiktoken's
+   single-thread ``encode_ordinary`` on the same documents with the same merges
+   and pattern, the IDs compared on every document. Reports the ratio, the fixed
+   costs (the same job on one document, split at the moment the driver starts
+   the pipeline) and the peak RSS of every process of the job (driver and workers).
 2. ``beam-bpe decode --stream`` fed the IDs through a pipe: tokens per second,
    start-up included.
 """
@@ -14,6 +17,7 @@
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import subprocess
@@ -21,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+from array import array
 
 import bpe
 from benchmarks.corpus import corpus_text, word_counts
@@ -78,6 +83,53 @@ class PeakMemory:
         return self.peaks
 
 
+def run_job(tok_path: str, inputs: str, out: str, workers: int, engines_variable: str | None) -> dict:
+    """Runs ``beam-bpe encode`` once; returns its wall-clock seconds, the seconds until the
+    driver starts the pipeline (its "engine" line: imports, tokenizer, proof), stats.json
+    and the peak RSS of its processes."""
+    command = [
+        *BEAM_BPE, "encode", "--tokenizer", tok_path, "--input", inputs,
+        "--output", out, "--direct_running_mode=multi_processing", f"--direct_num_workers={workers}",
+    ]
+    env = {k: v for k, v in os.environ.items() if k != "BEAM_BPE_ENGINES"}
+    if engines_variable is not None:
+        env["BEAM_BPE_ENGINES"] = engines_variable
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, stderr=subprocess.PIPE, env=env)
+    memory = PeakMemory(proc.pid)
+    lines, ready = [], None
+    for line in proc.stderr:
+        lines.append(line.decode(errors="replace"))
+        if ready is None and b"beam-bpe encode: engine" in line:
+            ready = time.perf_counter() - start
+    proc.wait()
+    seconds = time.perf_counter() - start
+    peaks = memory.stop()
+    if proc.returncode:
+        sys.exit("beam-bpe encode failed:\n" + "".join(lines)[-3000:])
+    with open(os.path.join(out, "stats.json")) as f:
+        stats = json.load(f)
+    engine = next((line.strip() for line in lines if "beam-bpe encode: engine" in line), "")
+    return {"seconds": seconds, "ready": ready, "stats": stats, "peaks": peaks, "pid": proc.pid, "engine": engine}
+
+
+def differing_documents(out: str, docs: list[str], expected: list[bytes]) -> int:
+    """Documents whose IDs in the shards are not ``expected`` (uint32 bytes per document);
+    part-S.jsonl record R is ``docs[S + 8 * (R - 1)]``."""
+    import pyarrow.parquet as pq
+
+    seen, wrong = 0, 0
+    for path in sorted(glob.glob(os.path.join(out, "part-*.parquet"))):
+        table = pq.read_table(path)
+        for row_id, tokens in zip(table.column("id").to_pylist(), table.column("tokens").to_pylist()):
+            name, record = row_id.rsplit(":", 1)
+            shard = int(os.path.basename(name).split("-")[1].split(".")[0])
+            index = shard + 8 * (int(record) - 1)
+            seen += 1
+            wrong += array("I", tokens).tobytes() != expected[index]
+    return wrong + (len(docs) - seen)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=50)
@@ -97,39 +149,49 @@ def main(argv=None) -> None:
         with open(os.path.join(work, "corpus", f"part-{shard}.jsonl"), "w", encoding="utf-8") as f:
             for doc in docs[shard::8]:
                 f.write(json.dumps({"text": doc}, ensure_ascii=False) + "\n")
-    print(f"corpus: {len(docs)} documents, {total_bytes / 1e6:.1f} MB; tokenizer vocab {tok.vocab_size}")
+    os.makedirs(os.path.join(work, "one"))
+    with open(os.path.join(work, "one", "part-0.jsonl"), "w", encoding="utf-8") as f:
+        f.write(json.dumps({"text": docs[0]}, ensure_ascii=False) + "\n")
+    print(f"corpus: {len(docs)} documents, {total_bytes / 1e6:.1f} MB; tokenizer vocab {tok.vocab_size}; "
+          f"load average {os.getloadavg()[0]:.1f}")
 
     encoding = tok.to_tiktoken()
     start = time.perf_counter()
-    tiktoken_tokens = sum(len(encoding.encode_ordinary(d)) for d in docs)
+    tiktoken_ids = [encoding.encode_ordinary(d) for d in docs]
     tiktoken_s = time.perf_counter() - start
+    tiktoken_tokens = sum(map(len, tiktoken_ids))
+    expected = [array("I", ids).tobytes() for ids in tiktoken_ids]
+    del tiktoken_ids
     print(f"tiktoken encode_ordinary, 1 thread: {tiktoken_s:.2f} s, {total_bytes / 1e6 / tiktoken_s:.2f} MB/s, {tiktoken_tokens} tokens")
 
-    out = os.path.join(work, "shards")
-    command = [
-        *BEAM_BPE, "encode", "--tokenizer", tok_path, "--input", os.path.join(work, "corpus", "*.jsonl"),
-        "--output", out, "--direct_running_mode=multi_processing", f"--direct_num_workers={args.workers}",
-    ]
-    start = time.perf_counter()
-    proc = subprocess.Popen(command, stderr=subprocess.PIPE)
-    memory = PeakMemory(proc.pid)
-    _, err = proc.communicate()
-    beam_s = time.perf_counter() - start
-    peaks = memory.stop()
-    if proc.returncode:
-        sys.exit(f"beam-bpe encode failed:\n{err.decode()[-3000:]}")
-    stats = json.load(open(os.path.join(out, "stats.json")))
-    assert stats["tokens"] == tiktoken_tokens, (stats["tokens"], tiktoken_tokens)
-    print(
-        f"beam-bpe encode, DirectRunner {args.workers} workers: {beam_s:.2f} s, {total_bytes / 1e6 / beam_s:.2f} MB/s "
-        f"(job start-up, reading, Parquet writing included); ratio vs tiktoken: {tiktoken_s / beam_s:.2f}x"
-    )
-    for pid, (cmd, peak) in sorted(peaks.items()):
-        if peak < 16 << 20:
-            continue  # shell wrappers around the workers
-        role = "driver" if pid == proc.pid else "worker"
-        print(f"  peak RSS pid {pid} ({role}): {peak / 2**20:.0f} MiB")
+    for label, variable in [("accelerators", None), ("required dependencies only", "tiktoken,python")]:
+        fixed = run_job(tok_path, os.path.join(work, "one", "*.jsonl"), os.path.join(work, f"one-{variable}"), args.workers, variable)
+        job = run_job(tok_path, os.path.join(work, "corpus", "*.jsonl"), os.path.join(work, f"out-{variable}"), args.workers, variable)
+        stats = job["stats"]
+        assert stats["tokens"] == tiktoken_tokens, (stats["tokens"], tiktoken_tokens)
+        wrong = differing_documents(os.path.join(work, f"out-{variable}"), docs, expected)
+        beam_s = job["seconds"]
+        print(
+            f"\nbeam-bpe encode, {label}, DirectRunner {args.workers} workers: {beam_s:.2f} s, "
+            f"{total_bytes / 1e6 / beam_s:.2f} MB/s (job start-up, reading, Parquet writing included); "
+            f"ratio vs tiktoken: {tiktoken_s / beam_s:.2f}x; documents whose IDs differ from tiktoken's: {wrong}; "
+            f"verified by the reference: {stats.get('verified_documents')}"
+        )
+        print(f"  {job['engine']}")
+        print(
+            f"  fixed costs (the same job on one document): {fixed['seconds']:.2f} s, of which {fixed['ready']:.2f} s "
+            f"before the driver starts the pipeline (imports, tokenizer, proof) and "
+            f"{fixed['seconds'] - fixed['ready']:.2f} s for the pipeline (workers, one document, writing, stats.json)"
+        )
+        if beam_s > fixed["seconds"]:
+            print(f"  without the fixed costs: {total_bytes / 1e6 / (beam_s - fixed['seconds']):.2f} MB/s")
+        for pid, (cmd, peak) in sorted(job["peaks"].items()):
+            if peak < 16 << 20:
+                continue  # shell wrappers around the workers
+            role = "driver" if pid == job["pid"] else "worker"
+            print(f"  peak RSS pid {pid} ({role}): {peak / 2**20:.0f} MiB")
 
+    print()
     ids = []
     for doc in docs:
         ids.extend(encoding.encode_ordinary(doc))

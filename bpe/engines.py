@@ -5,10 +5,20 @@ as in ``Tokenizer.encode`` by default) from a str or any bytes:
 ``encode(data)`` gives a list of IDs, ``encode_array(data)`` an ``array("I")``,
 the flat form token shards are built from. Engines, fastest first:
 
-- ``tiktoken``: tiktoken's Rust core, for valid UTF-8 text; it hands every other
-  document (invalid UTF-8, lone surrogates) to the reference.
+- ``gigatoken``, ``fastokens``, ``splintr``: the optional accelerators
+  (``bpe.accelerators``, each proven as described there), for valid UTF-8
+  text; each may decline a text it is not proven on.
+- ``tiktoken``: tiktoken's Rust core, for valid UTF-8 text.
 - ``python``: the reference, this package's own pre-tokenizer and
   ``PieceEncoder``; it encodes anything, byte for byte.
+
+A tokenizer's engine is a chain: the first accelerator that builds and
+qualifies (``AcceleratedEngine``), then tiktoken's engine if it qualifies, then
+the reference. A text an engine does not take (declined, invalid UTF-8, lone
+surrogates) goes to the next one down. Only the first accelerator is in the
+chain: the texts one declines hold code points the others' Unicode tables lack
+too. ``BEAM_BPE_ENGINES`` (e.g. ``tiktoken,python``) names the engines a
+process may use; the others are rejected as switched off.
 
 A faster engine is used for a tokenizer only once it is **proven** to give the
 reference's IDs on every input it takes. For a tiktoken rank file, tiktoken's
@@ -19,15 +29,19 @@ tiktoken's rank-of-bytes rule and our merge order could differ (O(vocabulary),
 see there), and a sample text encodes alike in both, a check of the two regex
 engines that runs in every process that builds the engine.
 
-``choose(tokenizer)`` runs the proofs and returns the engine, whose ``.proof``
-(an ``EngineProof``) is small and picklable: a job's driver proves once and
-passes the proof on, and ``from_proof`` in each worker checks it against the
-worker's own tokenizer by SHA-256 and trusts it, without the O(vocabulary) step.
+``choose(tokenizer)`` runs the proofs and returns the chain, whose ``.proof``
+(an ``EngineProof``: the chain and why every other engine is not in it) is
+small and picklable: a job's driver proves once and passes the proof on, and
+``from_proof`` in each worker checks it against the worker's own tokenizer by
+SHA-256 and trusts it, rebuilding the chain without the O(vocabulary) steps.
+``beam-bpe encode --verify-fraction`` checks a sample of documents against the
+reference while the job runs (``transforms.encode``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from array import array
 from typing import TYPE_CHECKING, Callable
 
@@ -39,7 +53,11 @@ if TYPE_CHECKING:  # the tokenizer module imports this one: no import cycle at r
     from bpe.tokenizer import Tokenizer
 
 # Engine names, fastest first; the last one, the reference, encodes anything.
-ENGINES = ("tiktoken", "python")
+# The first three are the optional accelerators (``bpe.accelerators.ADAPTERS``).
+ENGINES = ("gigatoken", "fastokens", "splintr", "tiktoken", "python")
+ACCELERATORS = ENGINES[:3]
+# Names the engines a process may use, e.g. "tiktoken,python" (the reference is always allowed).
+ENGINES_VARIABLE = "BEAM_BPE_ENGINES"
 # The patterns tiktoken's own encodings use, which its regex engine splits as ours does.
 TIKTOKEN_PATTERNS = (GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN)
 
@@ -55,20 +73,32 @@ class EngineProof:
     Attributes:
       tokenizer_sha256: the SHA-256 of the tokenizer the proof is for.
       engine: the fastest engine proven identical (a name in ``ENGINES``).
-      rejected: (engine, why not) for every faster engine.
+      rejected: (engine, why not) for every engine not in the chain.
+      chain: the engines a text tries in turn, ``engine`` first and the
+        reference last; () means ``engine`` and then the reference.
     """
 
     tokenizer_sha256: str
     engine: str
     rejected: tuple[tuple[str, str], ...] = ()
+    chain: tuple[str, ...] = ()
+
+    @property
+    def engines(self) -> tuple[str, ...]:
+        """The chain, spelt out: ``engine`` first, the reference last."""
+        if self.chain:
+            return self.chain
+        return (self.engine,) if self.engine == "python" else (self.engine, "python")
 
     @property
     def reason(self) -> str:
-        """One line: the engine chosen and why the faster ones were not."""
-        if self.engine == ENGINES[0]:
-            return f"{self.engine}: proven identical for this tokenizer"
+        """One line: the engines chosen and why the others were not."""
+        chain = self.engines
+        head = self.engine if len(chain) <= 2 else f"{self.engine} (then {', then '.join(chain[1:])})"
+        if not self.rejected:
+            return f"{head}: proven identical for this tokenizer"
         why = "; ".join(f"not {name}: {reason}" for name, reason in self.rejected)
-        return f"{self.engine}: {why}" if why else self.engine
+        return f"{head}: {why}"
 
 
 class PythonEngine:
@@ -170,6 +200,8 @@ def _valid_text(data: str | bytes) -> str | None:
     both byte for byte.
     """
     if isinstance(data, str):
+        if data.isascii():  # a flag CPython keeps on every str
+            return data
         try:
             data.encode("utf-8")  # no lone surrogates
         except UnicodeEncodeError:
@@ -181,36 +213,165 @@ def _valid_text(data: str | bytes) -> str | None:
         return None
 
 
-Engine = PythonEngine | TiktokenEngine
+class AcceleratedEngine:
+    """An accelerator (``bpe.accelerators``) for the texts it takes, the next engine down for the rest.
+
+    The accelerator encodes valid text only and may decline a text it is not
+    proven on (it returns None); that text, and any that is not valid UTF-8,
+    goes to ``next``, the engine the chain continues with (tiktoken's or the
+    reference).
+
+    Args:
+      name: the accelerator's name (in ``ACCELERATORS``).
+      accelerator: its engine, from the adapter's ``build``.
+      next: the engine for everything the accelerator does not encode.
+      proof: the proof that chose this chain.
+
+    Attributes:
+      declined: valid texts the accelerator declined.
+    """
+
+    def __init__(self, name: str, accelerator, next: TiktokenEngine | PythonEngine, proof: EngineProof):
+        self.name = name
+        self.accelerator = accelerator
+        self.next = next
+        self.proof = proof
+        self.declined = 0
+
+    @property
+    def reason(self) -> str:
+        return self.proof.reason
+
+    @property
+    def fallbacks(self) -> int:
+        """Documents this chain encoded with another engine than the accelerator."""
+        return self.declined + self.next.fallbacks
+
+    def encode(self, data: str | bytes) -> list[int]:
+        ids = self._accelerated(data)
+        return self.next.encode(data) if ids is None else ids.tolist()
+
+    def encode_array(self, data: str | bytes) -> array:
+        ids = self._accelerated(data)
+        if ids is None:
+            return self.next.encode_array(data)
+        if isinstance(ids, array):
+            return ids
+        view = memoryview(ids)  # a numpy array
+        if view.itemsize != 4:
+            return array("I", ids.tolist())
+        out = array("I")
+        out.frombytes(view.cast("B"))  # uint32: its buffer, no int per token
+        return out
+
+    def _accelerated(self, data: str | bytes):
+        """The accelerator's IDs, or None: the next engine's document."""
+        text = _valid_text(data)
+        if text is None:
+            return None
+        ids = self.accelerator.encode(text)
+        if ids is None:
+            self.declined += 1
+        return ids
+
+
+Engine = PythonEngine | TiktokenEngine | AcceleratedEngine
+
+
+def allowed_engines() -> tuple[str, ...]:
+    """The engines ``BEAM_BPE_ENGINES`` allows (all when unset); the reference always.
+
+    Raises:
+      ValueError: the variable names an engine that does not exist.
+    """
+    value = os.environ.get(ENGINES_VARIABLE, "").strip()
+    if not value:
+        return ENGINES
+    names = {name.strip() for name in value.split(",") if name.strip()}
+    unknown = sorted(names - set(ENGINES))
+    if unknown:
+        raise ValueError(f"{ENGINES_VARIABLE} names unknown engines {unknown}; the engines are {', '.join(ENGINES)}")
+    return tuple(name for name in ENGINES if name in names or name == "python")
 
 
 def choose(tokenizer: Tokenizer) -> Engine:
-    """The fastest engine proven identical for this tokenizer; runs every proof it needs."""
-    engine, why = _tiktoken(tokenizer, proven=False)
-    if engine is not None:
-        return engine
-    proof = EngineProof(tokenizer.sha256, "python", (("tiktoken", why),))
-    return PythonEngine(*tokenizer.reference_parts(), proof)
+    """The fastest chain of engines proven identical for this tokenizer; runs every proof it needs.
+
+    The chain is the first accelerator that builds and qualifies (in
+    ``ACCELERATORS`` order), then tiktoken's engine if it qualifies, then the
+    reference. Engines ``BEAM_BPE_ENGINES`` leaves out are rejected as switched off.
+    """
+    allowed = allowed_engines()
+    rejected: list[tuple[str, str]] = []
+    switched_off = f"switched off by {ENGINES_VARIABLE}={os.environ.get(ENGINES_VARIABLE, '')}"
+    accelerator = None
+    for name in ACCELERATORS:
+        if name not in allowed:
+            rejected.append((name, switched_off))
+        elif accelerator is None:
+            accelerator, why = _build_accelerator(tokenizer, name, proven=False)
+            if accelerator is None:
+                rejected.append((name, why))
+            else:
+                chosen = name
+    tiktoken, why = _tiktoken(tokenizer, proven=False) if "tiktoken" in allowed else (None, switched_off)
+    if tiktoken is None:
+        rejected.append(("tiktoken", why))
+    chain = (*([chosen] if accelerator is not None else []), *(["tiktoken"] if tiktoken else []), "python")
+    return _chain(tokenizer, EngineProof(tokenizer.sha256, chain[0], tuple(rejected), chain), accelerator, tiktoken)
+
+
+def _build_accelerator(tokenizer: Tokenizer, name: str, proven: bool):
+    """(the accelerator ``name``'s engine, why) or (None, why not); never raises."""
+    import importlib
+
+    if tokenizer.kind != "beam-bpe":
+        return None, "the accelerators are proven for beam-bpe's own tokenizers only"
+    try:
+        adapter = importlib.import_module(f"bpe.accelerators.{name}")
+        return adapter.build(tokenizer, proven=proven)
+    except Exception as e:  # an adapter that fails to load means: not this engine
+        return None, f"{name} failed to build: {type(e).__name__}: {e}"
+
+
+def _chain(tokenizer: Tokenizer, proof: EngineProof, accelerator, tiktoken: TiktokenEngine | None) -> Engine:
+    """The engine objects of a proof's chain, from the engines already built."""
+    reference = PythonEngine(*tokenizer.reference_parts(), proof)
+    engine: Engine = reference
+    if tiktoken is not None:
+        tiktoken.proof = proof
+        engine = tiktoken
+    if accelerator is not None:
+        engine = AcceleratedEngine(proof.engine, accelerator, engine, proof)
+    return engine
 
 
 def from_proof(tokenizer: Tokenizer, proof: EngineProof) -> Engine:
-    """The engine a proof names, for the tokenizer it was made for, without re-proving it.
+    """The chain of engines a proof names, for the tokenizer it was made for, without re-proving it.
 
-    The cheap checks still run (tiktoken is importable, takes the vocabulary and
-    encodes the sample alike); should one fail here, the reference is used.
+    The O(vocabulary) proofs are trusted; the cheap checks still run (the
+    engine is importable, takes the vocabulary and encodes the samples alike).
+    An engine that fails one here is left out of the chain, with its reason.
 
     Raises:
       ProofMismatch: the proof is for a tokenizer with another SHA-256.
     """
     check(tokenizer, proof)
-    rejected = proof.rejected
-    if proof.engine == "tiktoken":
-        engine, why = _tiktoken(tokenizer, proven=True)
-        if engine is not None:
-            return engine
-        rejected = (*rejected, ("tiktoken", why))
-    reference_proof = EngineProof(proof.tokenizer_sha256, "python", rejected)
-    return PythonEngine(*tokenizer.reference_parts(), reference_proof)
+    chain, rejected = proof.engines, list(proof.rejected)
+    accelerator = tiktoken = None
+    if chain[0] in ACCELERATORS:
+        accelerator, why = _build_accelerator(tokenizer, chain[0], proven=True)
+        if accelerator is None:
+            rejected.append((chain[0], why))
+    if "tiktoken" in chain:
+        tiktoken, why = _tiktoken(tokenizer, proven=True)
+        if tiktoken is None:
+            rejected.append(("tiktoken", why))
+    built = {"python", *(["tiktoken"] if tiktoken is not None else []), *([chain[0]] if accelerator is not None else [])}
+    rebuilt = tuple(name for name in chain if name in built)
+    if rebuilt != chain:
+        proof = EngineProof(proof.tokenizer_sha256, rebuilt[0], tuple(rejected), rebuilt)
+    return _chain(tokenizer, proof, accelerator, tiktoken)
 
 
 def check(tokenizer: Tokenizer, proof: EngineProof) -> None:
@@ -221,8 +382,9 @@ def check(tokenizer: Tokenizer, proof: EngineProof) -> None:
         raise ProofMismatch(
             f"the engine proof is for tokenizer {proof.tokenizer_sha256}, not for this one ({tokenizer.sha256})"
         )
-    if proof.engine not in ENGINES:
-        raise ProofMismatch(f"the engine proof names {proof.engine!r}, not one of {', '.join(ENGINES)}")
+    for name in (proof.engine, *proof.chain):
+        if name not in ENGINES:
+            raise ProofMismatch(f"the engine proof names {name!r}, not one of {', '.join(ENGINES)}")
 
 
 def _tiktoken(tokenizer: Tokenizer, proven: bool) -> tuple[TiktokenEngine | None, str]:

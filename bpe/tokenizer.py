@@ -12,9 +12,10 @@ Three kinds, one interface:
   IDs; HF's merge-rank semantics with ``ignore_merges``; its pre-tokenizer chain,
   added tokens and the BOS/EOS its post-processor declares.
 
-Files are read local or remote (see ``bpe.tokenizer_file``). ``encode`` is the
-pure-Python reference; ``engine`` is the fastest engine proven to give the same
-IDs for this tokenizer (see ``bpe.engines``).
+Files are read local or remote (see ``bpe.tokenizer_file``). ``encode`` runs
+through ``engine``, the fastest chain of engines proven to give the reference's
+IDs for this tokenizer (see ``bpe.engines``); ``reference`` is the pure-Python
+reference encoder itself.
 """
 
 from __future__ import annotations
@@ -142,20 +143,23 @@ class Tokenizer:
 
     # -- encoding -------------------------------------------------------------
 
-    def encode(self, text: str | bytes, allowed_special: Iterable[str] | str = ()) -> list[int]:
-        """Encodes text or any bytes (invalid UTF-8 included) into IDs with the reference encoder.
+    def encode(self, text: str | bytes, allowed_special: Iterable[str] | str = (), engine=None) -> list[int]:
+        """Encodes text or any bytes (invalid UTF-8 included) into IDs.
 
         Special-token strings in the text are ordinary text unless listed in
         ``allowed_special`` (or it is ``"all"``). Hugging Face added tokens that
-        are not special are matched in any text, as HF does.
+        are not special are matched in any text, as HF does. Ordinary text (no
+        special token allowed) is encoded by ``engine``: default the tokenizer's
+        ``engine`` (decided on first use); ``self.reference`` gives the
+        pure-Python reference's IDs, which every engine is proven to equal.
         """
-        text, errors = to_text(text)
+        engine = engine or self.engine
         if allowed_special == "all":
             allowed_special = self.special_tokens
         allowed_special = set(allowed_special)
         if not allowed_special:
-            split, encoder = self.reference_parts()
-            return encoder.encode_pieces(split(text), errors)
+            return list(engine.encode(text))
+        text, errors = to_text(text)
         unknown = allowed_special - set(self.special_tokens)
         if unknown:
             raise ValueError(f"not special tokens of this tokenizer: {sorted(unknown)}")
@@ -210,9 +214,7 @@ class Tokenizer:
         With ``fast``, the tokenizer's ``engine`` encodes them (deciding it on
         the first call); else the reference encoder does.
         """
-        if not fast:
-            return [self.encode(text) for text in texts]
-        encode = self.engine.encode
+        encode = self.engine.encode if fast else self.reference.encode
         return [encode(text) for text in texts]
 
     @property
@@ -225,6 +227,13 @@ class Tokenizer:
         if self._engine is None:
             self._engine = engines.choose(self)
         return self._engine
+
+    @property
+    def reference(self) -> engines.PythonEngine:
+        """The pure-Python reference encoder (``encode(data)``, ``encode_array(data)``):
+        the oracle every engine is proven against; ``encode(text, engine=tokenizer.reference)``
+        with special tokens."""
+        return engines.PythonEngine(*self.reference_parts())
 
     def prove(self) -> EngineProof:
         """The proof of which engine gives this tokenizer's IDs: small, picklable, for ``use_proof`` elsewhere."""

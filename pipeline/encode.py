@@ -1,14 +1,15 @@
 """``beam-bpe encode``: a corpus -> token-ID Parquet shards, dead letters and stats.json.
 
     beam-bpe encode --tokenizer out/ --input 'corpus/*.jsonl.gz' --output shards/ \
-        [--append-eos] [--num-shards N] [Beam pipeline options]
+        [--append-eos] [--num-shards N] [--verify-fraction F] [Beam pipeline options]
     beam-bpe encode --tokenizer cl100k_base.tiktoken --tokenizer-preset cl100k_base ...
 
 Everything a user can get wrong (tokenizer file, EOS token, inputs, format,
 runner, output directory) is checked before the job starts. After the job,
 stats.json is computed from what was written (the shards' Parquet footers and
 the dead-letter files), not from runner metrics, so it describes the output
-exactly.
+exactly; only ``verified_documents`` (how many documents the reference encoded
+again, ``--verify-fraction``) is the runner's committed counter.
 
 Crash safety (``pipeline.outputs.StagedOutput``): **stats.json is the
 completion marker.** The job writes only into ``DIR/.staging/``; on success
@@ -34,7 +35,8 @@ from bpe.tokenizer import Tokenizer, TokenizerFileError
 from pipeline import outputs
 from pipeline import pack
 from pipeline.errors import UserError
-from pipeline.runners import describe_runner, new_pipeline, pipeline_options, tokenizer_transport
+from pipeline.runners import committed_counters, describe_runner, new_pipeline, pipeline_options, tokenizer_transport
+from transforms import metrics
 from transforms.dead_letters import WriteDeadLetters
 from transforms.encode import EncodeDocuments, bos_token_id, eos_token_id
 from transforms.read import FORMATS, ReadDocuments, match_inputs
@@ -78,6 +80,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-shards", type=int, default=0, help="number of shard files (default: automatic)")
     parser.add_argument("--strict", action="store_true", help="fail (exit 2) if any input record was unreadable")
     parser.add_argument(
+        "--verify-fraction", type=float, default=0.001,
+        help="share of documents (a fixed sample, by file and record) encoded again with the pure-Python "
+        "reference; any difference fails the job, naming the document (default 0.001; 0: off)",
+    )
+    parser.add_argument(
         "--overwrite", action="store_true",
         help="replace a complete result in --output (it stays whole until the new one is complete)",
     )
@@ -112,6 +119,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         _ = read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(output.staging)
 
     stats = collect_stats(output.staging, tokenizer.sha256)
+    stats["verified_documents"] = committed_counters(p.result).get(metrics.key("encode", "verified_documents"), 0)
     output.publish(stats)
     print(
         f"beam-bpe encode: {stats['documents']} documents, {stats['tokens']} tokens "
@@ -148,6 +156,7 @@ def _encode_documents(args: argparse.Namespace, tokenizer: Tokenizer) -> beam.PT
     return EncodeDocuments(
         args.tokenizer, proof, append_eos=args.append_eos, eos_token=args.eos_token,
         preset=args.tokenizer_preset, prepend_bos=args.prepend_bos, transport_params=args.transport,
+        verify_fraction=args.verify_fraction,
     )
 
 
@@ -160,6 +169,8 @@ def _check_arguments(args: argparse.Namespace, output: outputs.StagedOutput) -> 
         raise UserError(f"unknown --format {args.format!r} (choose from {', '.join(FORMATS)})")
     if args.num_shards < 0:
         raise UserError(f"--num-shards must be 0 (automatic) or more, not {args.num_shards}")
+    if not 0 <= args.verify_fraction <= 1:
+        raise UserError(f"--verify-fraction must be between 0 and 1, not {args.verify_fraction}")
     if args.eos_token is not None and not args.append_eos:
         raise UserError("--eos-token needs --append-eos")
     if args.tokenizer_preset is not None and args.tokenizer_preset not in ENCODINGS:

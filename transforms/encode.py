@@ -5,17 +5,24 @@ so local, ``gs://`` and ``s3://`` paths work on any runner) and takes the
 engine the driver proved for it (``bpe.engines``): the proof names the
 tokenizer's SHA-256, so a file replaced while the job runs cannot silently mix
 two tokenizers in one dataset, and no worker repeats the O(vocabulary) proof.
+
+Runtime verification: a deterministic sample of the documents (``verified``,
+by a hash of file and record number, so a rerun checks the same ones) is
+encoded a second time with the pure-Python reference, and a document whose IDs
+differ fails the job with ``VerificationError`` naming it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 from array import array
 from typing import NamedTuple, Sequence
 
 import apache_beam as beam
 
+from bpe import engines
 from bpe.engines import EngineProof, ProofMismatch
 from bpe.tokenizer import Tokenizer
 from transforms import metrics
@@ -82,12 +89,42 @@ def bos_token_id(tokenizer: Tokenizer) -> int:
     return tokenizer.special_tokens[tokenizer.bos_token]
 
 
+class VerificationError(RuntimeError):
+    """An engine gave a document other IDs than the reference encoder."""
+
+
+def verified(file: str, record: int, fraction: float) -> bool:
+    """Whether the document at (file, record) is in the verification sample.
+
+    The same in every process and every run (BLAKE2b, not Python's salted
+    ``hash``); about ``fraction`` of all documents, every one when it is 1.
+    """
+    if fraction <= 0:
+        return False
+    digest = hashlib.blake2b(f"{file}\0{record}".encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") < fraction * 2**64
+
+
+def check_against_reference(engine, reference, doc, ids) -> None:
+    """Raises VerificationError naming the document unless ``ids`` are the reference's."""
+    expected = reference.encode_array(doc.data)
+    if expected == ids:
+        return
+    at = next((i for i, (a, b) in enumerate(zip(expected, ids)) if a != b), min(len(expected), len(ids)))
+    name = f"{doc.file}:{doc.record}" + (f" (id {doc.doc_id})" if doc.doc_id is not None else "")
+    raise VerificationError(
+        f"engine {engine.name} gave document {name} other IDs than the reference encoder, from token {at} "
+        f"({len(ids)} vs {len(expected)} tokens); encode with {engines.ENGINES_VARIABLE}=python to use the reference"
+    )
+
+
 class _EncodeBatchFn(beam.DoFn):
     """Encodes a batch of Documents into TokenRows with the engine the proof names."""
 
     def __init__(
         self, tokenizer_path: str, proof: EngineProof, eos_token: str | None, append_eos: bool,
         preset: str | None = None, prepend_bos: bool = False, transport_params: dict | None = None,
+        verify_fraction: float = 0.0,
     ):
         self._tokenizer_path = tokenizer_path
         self._transport_params = transport_params
@@ -100,6 +137,8 @@ class _EncodeBatchFn(beam.DoFn):
         self._tokens = metrics.counter("encode", "tokens")
         self._input_bytes = metrics.counter("encode", "input_bytes")
         self._fallbacks = metrics.counter("encode", "reference_fallbacks")
+        self._verify_fraction = verify_fraction
+        self._verified = metrics.counter("encode", "verified_documents")
 
     def setup(self):
         tokenizer = Tokenizer.load(self._tokenizer_path, self._transport_params, preset=self._preset)
@@ -112,15 +151,19 @@ class _EncodeBatchFn(beam.DoFn):
             ) from None
         self._eos = [eos_token_id(tokenizer, self._eos_token)] if self._append_eos else []
         self._bos = [bos_token_id(tokenizer)] if self._prepend_bos else []
+        self._reference = tokenizer.reference
         logging.info("beam-bpe encode: engine %s", self._engine.reason)
 
     def process(self, documents):
         engine, eos, bos = self._engine, self._eos, self._bos
         fallbacks = engine.fallbacks
-        tokens = input_bytes = 0
+        tokens = input_bytes = checked = 0
         for doc in documents:
             data = doc.data
             ids = engine.encode_array(data)
+            if verified(doc.file, doc.record, self._verify_fraction):
+                check_against_reference(engine, self._reference, doc, ids)
+                checked += 1
             if bos:
                 ids = array("I", bos) + ids
             if eos:
@@ -132,6 +175,8 @@ class _EncodeBatchFn(beam.DoFn):
         self._documents.inc(len(documents))
         self._tokens.inc(tokens)
         self._input_bytes.inc(input_bytes)
+        if checked:
+            self._verified.inc(checked)
         if engine.fallbacks != fallbacks:
             self._fallbacks.inc(engine.fallbacks - fallbacks)
 
@@ -154,6 +199,8 @@ class EncodeDocuments(beam.PTransform):
       prepend_bos: put the BOS token the tokenizer declares before every document.
       transport_params: smart_open's parameters for a remote tokenizer path
         (e.g. an S3 endpoint and credentials); None: the client's own configuration.
+      verify_fraction: the share of documents (``verified``) encoded again with
+        the reference and compared; a difference fails the job. 0: none.
     """
 
     tokenizer_path: str
@@ -164,6 +211,7 @@ class EncodeDocuments(beam.PTransform):
     preset: str | None = None
     prepend_bos: bool = False
     transport_params: dict | None = None
+    verify_fraction: float = 0.0
 
     def __post_init__(self):
         super().__init__()
@@ -175,7 +223,9 @@ class EncodeDocuments(beam.PTransform):
                 min_batch_size=self.batch_size, max_batch_size=self.batch_size, record_metrics=False
             )
             | "Encode" >> beam.ParDo(
-                _EncodeBatchFn(self.tokenizer_path, self.proof, self.eos_token, self.append_eos,
-                               self.preset, self.prepend_bos, self.transport_params)
+                _EncodeBatchFn(
+                    self.tokenizer_path, self.proof, self.eos_token, self.append_eos,
+                    self.preset, self.prepend_bos, self.transport_params, self.verify_fraction,
+                )
             ).with_output_types(TokenRow)
         )

@@ -1,16 +1,18 @@
 """Optional accelerator engines: other libraries' encoders, each used only where
-it gives exactly ``Tokenizer.encode``'s IDs.
+it gives exactly the reference encoder's IDs.
 
 Every adapter module here has the same two names:
 
     NAME = "gigatoken"
-    def build(tokenizer) -> tuple[engine | None, str]
+    def build(tokenizer, proven=False) -> tuple[engine | None, str]
 
 ``build`` returns (None, a one-line reason) when the package is not installed
 or not a tested version, the pattern is not one the engine runs exactly, or its
 merge semantics could give other IDs for this vocabulary. Otherwise it returns
-an engine and why it qualifies. The engine's ``encode(text: str)`` gives
-``tokenizer.encode(text)``'s IDs (a list, an ``array("I")`` or a numpy array)
+an engine and why it qualifies (``proven``: a proof made for a tokenizer with
+this SHA-256 already passed; an adapter that runs an O(vocabulary) proof skips
+it). The engine's ``encode(text: str)`` gives the reference's
+``tokenizer.reference.encode(text)`` IDs (a list, an ``array("I")`` or a numpy array)
 for valid UTF-8 text: a ``str`` without lone surrogates, special-token strings
 being ordinary text. For a text it is not proven on, one holding a code point
 that its Unicode tables class differently from ``regex`` (``unicode_guard``),
@@ -32,7 +34,8 @@ What "exactly" rests on:
   other versions are refused.
 
 ``ADAPTERS`` lists the modules in order of preference, fastest first
-(benchmarks/bench_accelerators.py).
+(benchmarks/bench_accelerators.py); ``bpe.engines`` puts the first that builds
+at the head of a tokenizer's chain of engines.
 """
 
 from __future__ import annotations

@@ -59,8 +59,8 @@ class FastokensEngine:
         return ids
 
 
-def build(tokenizer) -> tuple[FastokensEngine | None, str]:
-    """(fastokens' engine for ``tokenizer``, why) or (None, why not)."""
+def build(tokenizer, proven: bool = False) -> tuple[FastokensEngine | None, str]:
+    """(fastokens' engine for ``tokenizer``, why) or (None, why not). ``proven`` changes nothing: no proof is needed."""
     unusable = untested_version("fastokens", TESTED_VERSIONS)
     if unusable:
         return None, unusable

@@ -68,6 +68,6 @@ def sample_mismatch(tokenizer, engine, name: str) -> str | None:
             return f"{name} failed on verification sample line {line_number}: {e}"
         if theirs is None:
             continue
-        if [int(i) for i in theirs] != tokenizer.encode(line):
+        if [int(i) for i in theirs] != tokenizer.reference.encode(line):
             return f"{name} differs from our encoder on verification sample line {line_number}"
     return None

@@ -77,15 +77,19 @@ def rank_file(tokenizer) -> bytes:
     return b"\n".join(lines) + b"\n"
 
 
-def build(tokenizer) -> tuple[SplintrEngine | None, str]:
-    """(splintr's engine for ``tokenizer``, why) or (None, why not)."""
+def build(tokenizer, proven: bool = False) -> tuple[SplintrEngine | None, str]:
+    """(splintr's engine for ``tokenizer``, why) or (None, why not).
+
+    ``proven``: the O(vocabulary) proof already passed for a tokenizer with
+    this SHA-256 (``bpe.engines.from_proof``); skip it.
+    """
     unusable = untested_version("splintr-rs", TESTED_VERSIONS)
     if unusable:
         return None, unusable
     pattern = _POSSESSIVE_FREE.get(tokenizer.pattern)
     if pattern is None:
         return None, "custom pattern: splintr is shown to split like regex only for the presets"
-    mismatch = rank_mismatch(tokenizer)
+    mismatch = None if proven else rank_mismatch(tokenizer)
     if mismatch:
         return None, mismatch
     try:
