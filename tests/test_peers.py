@@ -95,19 +95,21 @@ def test_tiktoken_merges_by_token_rank_not_by_pair(tmp_path):
     assert tok.to_tiktoken().encode_ordinary("abc") == [258]
 
 
-def test_encode_batch_uses_tiktoken_where_proven_and_equals_encode(trained):
+def test_encode_batch_uses_tiktoken_where_proven_and_equals_encode(trained, monkeypatch):
+    monkeypatch.setenv("BEAM_BPE_ENGINES", "tiktoken,python")  # tiktoken is the engine under test
     tok, path = trained
     tok = bpe.Tokenizer.load(path)  # a fresh one: the decision is made once per tokenizer
     texts = held_out()[:6] + [b"caf\xc3\xa9 \xff\xfe broken \xe2\x82", "lone \udc80 surrogate", "", b""]
     assert tok.engine.name == "tiktoken", tok.engine.reason
-    expected = [tok.encode(text) for text in texts]
+    expected = [list(tok.reference.encode(text)) for text in texts]
     assert tok.encode_batch(texts) == expected
     assert tok.encode_batch(texts, fast=False) == expected
 
 
-def test_encode_batch_falls_back_where_tiktoken_would_differ():
+def test_encode_batch_falls_back_where_tiktoken_would_differ(monkeypatch):
     """The hand-made merges of the test above: tiktoken gives [258] for "abc", we
     give [97, 256]; encode_batch must refuse tiktoken and stay exact."""
+    monkeypatch.setenv("BEAM_BPE_ENGINES", "tiktoken,python")  # tiktoken is the engine under test
     tok = bpe.Tokenizer([(98, 99), (97, 98), (257, 99)])
     assert tok.engine.name == "python" and "token 258" in tok.engine.reason
     assert tok.encode_batch(["abc", "xabcabc"]) == [tok.encode("abc"), tok.encode("xabcabc")] == [[97, 256], [120, 97, 256, 97, 256]]
