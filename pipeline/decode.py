@@ -36,12 +36,14 @@ READ_SIZE = 1 << 16
 # No valid ID is longer than this many digits; a longer run is reported at once
 # instead of being buffered without limit.
 MAX_ID_DIGITS = 20
+BEAM_OPTIONS = False  # not a Beam job: every argument is one of ours (see pipeline.cli)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tokenizer", required=True, help="tokenizer.json, or a directory holding it")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--input", action="append", help="token shard glob (repeatable): print the documents")
+    source.add_argument("--input", nargs="+", action="extend", metavar="GLOB",
+                        help="token shard globs or paths (several, or repeated): print the documents")
     source.add_argument("--stream", action="store_true", help="decode whitespace-separated IDs from stdin as they arrive")
     parser.add_argument("--id", default=None, help="with --input: print only the document with this id")
     parser.add_argument("--strict", action="store_true", help="with --stream: invalid or incomplete UTF-8 is an error")

@@ -44,7 +44,8 @@ RESULTS = (SHARD_GLOB, f"{outputs.DEAD_LETTERS_DIR}/{outputs.DEAD_LETTER_GLOB}")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tokenizer", required=True, help="tokenizer.json, or a directory holding it")
-    parser.add_argument("--input", required=True, action="append", help="input glob (repeatable)")
+    parser.add_argument("--input", required=True, nargs="+", action="extend", metavar="GLOB",
+                        help="input globs or paths (several, or repeated; a shell-expanded glob works too)")
     parser.add_argument(
         "--output", required=True,
         help="directory for the shards, dead_letters/ and stats.json; stats.json is written last and "
@@ -142,10 +143,10 @@ def _check_arguments(args: argparse.Namespace, output: outputs.StagedOutput) -> 
     tokenizer = _load_tokenizer(args.tokenizer)
     eos_id = _eos_id(tokenizer, args.eos_token) if args.append_eos else None
     try:
-        match_inputs(args.input)
+        files = match_inputs(args.input)
     except FileNotFoundError as e:
         raise UserError(str(e)) from None
-    outputs.check_writable(args.output)
+    outputs.claim(args.output, "encode", inputs=files)  # ours from here on; never the user's files
     if output.is_complete() and not args.overwrite:
         # New shards could have a different count (part-*-of-N) and mix with old ones.
         raise UserError(

@@ -77,8 +77,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Other --flags are Beam pipeline options (--runner, --direct_num_workers, ...). "
         "DirectRunner uses all local cores unless told otherwise."
     )
-    parser.add_argument("--input", action="append", metavar="GLOB",
-                        help="corpus files: a glob, path or URL (gs://, s3://); repeatable")
+    parser.add_argument("--input", nargs="+", action="extend", metavar="GLOB",
+                        help="corpus files: globs, paths or URLs (gs://, s3://); several, or repeated")
     parser.add_argument("--vocab-size", type=int, metavar="N",
                         help="256 byte tokens + merges + special tokens (required)")
     parser.add_argument("--output", metavar="DIR", help="directory for tokenizer.json and the rest (required)")
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     options = pipeline_options([*config_flags, *beam_args])
     given_table = read_word_counts(args.word_counts) if args.word_counts else None  # bad: fail now
     files = [] if args.word_counts else _match(args.input)
-    outputs.check_writable(output)
+    outputs.claim(output, "train", inputs=files)  # ours from here on; never the user's files
     stats = TrainStats(
         inputs=[] if args.word_counts else list(args.input),
         files=len(files),

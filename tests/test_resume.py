@@ -129,7 +129,7 @@ def test_stopped_during_merges_and_resumed_gives_the_same_tokenizer(
     assert f"resuming after {len(saved):,} merges" in resumed.stderr
     assert read_bytes(os.path.join(output, "tokenizer.json")) == uninterrupted
     # Done: the checkpoint is gone and no temporary file is left behind.
-    assert sorted(os.listdir(output)) == ["tokenizer.json", "train_stats.json"]
+    assert sorted(os.listdir(output)) == [".beam-bpe-output.json", "tokenizer.json", "train_stats.json"]
     with open(os.path.join(output, "train_stats.json"), encoding="utf-8") as f:
         assert json.load(f)["resumed_from_merges"] == len(saved)
 
