@@ -223,21 +223,27 @@ def _write(out: BinaryIO, data: bytes) -> int:
 
 def _parse_ids(parts: list[bytes], vocab_size: int) -> tuple[list[int], bytes | None]:
     """The IDs of ``parts`` up to the first bad one, and the bad one (or None)."""
-    if parts and b"".join(parts).isdigit():
+    if parts and b"".join(parts).isdigit() and max(map(len, parts)) <= MAX_ID_DIGITS:
         ids = list(map(int, parts))
         if max(ids) < vocab_size:
             return ids, None  # the usual read: checked as a whole
     good = 0
-    while good < len(parts) and parts[good].isdigit() and int(parts[good]) < vocab_size:
+    while good < len(parts) and _is_id(parts[good], vocab_size):
         good += 1
     return list(map(int, parts[:good])), parts[good] if good < len(parts) else None
+
+
+def _is_id(part: bytes, vocab_size: int) -> bool:
+    # Digits first: int() of thousands of digits is slow, and refused past Python's limit.
+    return part.isdigit() and len(part) <= MAX_ID_DIGITS and int(part) < vocab_size
 
 
 def _token_error(token: bytes, position: int, vocab_size: int) -> str:
     shown = token[:40].decode("utf-8", "replace") + ("..." if len(token) > 40 else "")
     if token.isdigit():
+        number = str(int(token)) if len(token) <= MAX_ID_DIGITS else f"{shown} ({len(token)} digits)"
         return (
-            f"token ID {int(token)} at position {position} is out of range: "
+            f"token ID {number} at position {position} is out of range: "
             f"the vocabulary has {vocab_size} tokens (IDs 0..{vocab_size - 1})"
         )
     return f"token {shown!r} at position {position} is not a non-negative integer ID"

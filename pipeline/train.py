@@ -35,7 +35,7 @@ from pipeline import outputs
 from pipeline.config import Setting, default_help, resolve
 from pipeline.errors import UserError
 from pipeline.resume import (
-    CHECKPOINT_FILE, COUNT_MARKER_FILE, Checkpoint, CountMarker, count_settings, fingerprint,
+    CHECKPOINT_FILE, COUNT_MARKER_FILE, Checkpoint, CountMarker, count_settings, file_states, fingerprint,
     interrupting_signal, resume_command, sigterm_as_interrupt,
 )
 from pipeline.runners import committed_counters, describe_runner, new_pipeline, pipeline_options
@@ -156,7 +156,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
 def _count_phase(args: argparse.Namespace, files: list[str], output: str, options, stats: TrainStats) -> dict:
     """Phase 1: counts the corpus into OUT/word_counts.parquet, unless --resume finds
     that count complete. Fills ``stats``; returns the table's fingerprint."""
-    marker = CountMarker(output, count_settings(args, files))
+    marker = CountMarker(output, count_settings(args, files), file_states(files))
     complete = marker.load(stats.word_counts) if args.resume else None
     if complete is not None:
         print(f"beam-bpe train: the count phase is complete ({marker.path}); not counting again", file=sys.stderr)
