@@ -6,13 +6,19 @@ any other argument is refused before the job starts (Beam would only warn and
 drop it), with the closest known flag. Commands whose module sets
 ``BEAM_OPTIONS = False`` take none. Every command ends by releasing the lock of
 its output directory.
+
+Stopping: SIGTERM is taken like Ctrl-C. During a Beam job the command stops at
+once (``pipeline.runners.stop_at_once``); elsewhere the interrupt unwinds (train
+saves its merges on the way) and ends in one line and exit 130 or 143.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import logging
+import signal
 import sys
 
 from pipeline import output_lock
@@ -43,6 +49,10 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv: list[str] | None = None) -> int:
     quiet_beam_import_noise()
+    # Imported after the line above: these import Beam.
+    from pipeline.resume import interrupting_signal, sigterm_as_interrupt
+    from pipeline.runners import exit_now
+
     parser = _Parser(prog="beam-bpe", description=__doc__.splitlines()[0], allow_abbrev=False)
     subparsers = parser.add_subparsers(dest="command", required=True)
     modules, flags = {}, {}
@@ -55,14 +65,19 @@ def main(argv: list[str] | None = None) -> int:
     args, beam_args = parser.parse_known_args(argv)
     module = modules[args.command]
     try:
-        _check_leftover_arguments(beam_args, flags[args.command], getattr(module, "BEAM_OPTIONS", True))
-        return module.run(args, beam_args)
+        with sigterm_as_interrupt():
+            _check_leftover_arguments(beam_args, flags[args.command], getattr(module, "BEAM_OPTIONS", True))
+            return module.run(args, beam_args)
     except UserError as e:
         print(f"beam-bpe {args.command}: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"beam-bpe {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        signum = interrupting_signal(e)
+        print(f"beam-bpe {args.command}: interrupted ({signal.Signals(signum).name}); nothing more was written: "
+              "rerun the same command (it removes the leftovers of this run)", file=sys.stderr, flush=True)
+        if argv is None:  # the real command line: runner threads may still run; do not wait for them
+            exit_now(128 + signum)
+        return 128 + signum
     finally:
         output_lock.release_all()
 
@@ -75,8 +90,6 @@ def _check_leftover_arguments(beam_args: list[str], our_flags: list[str], beam_o
         check_beam_args(beam_args, our_flags)
         return
     if beam_args:
-        import difflib
-
         name = beam_args[0].split("=", 1)[0]
         if not name.startswith("-"):
             raise UserError(f"unexpected argument {name!r}")

@@ -31,7 +31,7 @@ from apache_beam.io.filesystems import FileSystems
 from bpe.tokenizer import Tokenizer, TokenizerFileError
 from pipeline import outputs
 from pipeline.errors import UserError
-from pipeline.runners import describe_runner, new_pipeline, pipeline_options
+from pipeline.runners import describe_runner, new_pipeline, pipeline_options, stop_at_once
 from transforms.dead_letters import WriteDeadLetters
 from transforms.encode import EncodeDocuments, eos_token_id
 from transforms.read import FORMATS, ReadDocuments, match_inputs
@@ -82,7 +82,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     encode = _encode_documents(args, tokenizer)
     output.clear_leftovers()
 
-    with new_pipeline(options) as p:
+    kept = (f"nothing of this run is in {args.output} yet (its leftovers in {output.staging} are removed by the "
+            "next run): rerun the same command")
+    with stop_at_once("encode", kept), new_pipeline(options) as p:
         read = p | "Read" >> ReadDocuments(
             args.input, format=args.format, text_field=args.text_field, id_field=args.id_field or None
         )

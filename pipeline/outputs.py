@@ -50,7 +50,7 @@ from pipeline.output_lock import LOCK_FILE, OutputLock
 from transforms.dead_letters import DEAD_LETTER_GLOB, DEAD_LETTERS_DIR
 
 __all__ = [
-    "DEAD_LETTERS_DIR", "DEAD_LETTER_GLOB", "OWNER_FILE", "STAGING_DIR", "StagedOutput", "absolute",
+    "BEAM_TEMP_GLOB", "DEAD_LETTERS_DIR", "DEAD_LETTER_GLOB", "OWNER_FILE", "STAGING_DIR", "StagedOutput", "absolute",
     "check_writable", "claim",
     "dead_letter_files", "dead_letter_glob", "dead_letter_lines", "delete", "exists", "fail_if_strict",
     "is_local", "local_path", "matching", "open_read", "print_dead_letters", "read_dead_letters", "read_json",

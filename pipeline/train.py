@@ -38,7 +38,7 @@ from pipeline.resume import (
     CHECKPOINT_FILE, COUNT_MARKER_FILE, Checkpoint, CountMarker, count_settings, file_states, fingerprint,
     interrupting_signal, resume_command, sigterm_as_interrupt,
 )
-from pipeline.runners import committed_counters, describe_runner, new_pipeline, pipeline_options
+from pipeline.runners import committed_counters, describe_runner, new_pipeline, pipeline_options, stop_at_once
 from pipeline.train_stats import TrainStats, summary_lines
 from pipeline.word_counts import WORD_COUNTS_FILE, WORD_COUNTS_SCHEMA, read_word_counts, word_count_table
 from transforms import metrics
@@ -49,6 +49,8 @@ from transforms.read import FORMATS, ReadDocuments, match_inputs
 
 STATS_FILE = "train_stats.json"
 TOKENIZER_FILE = "tokenizer.json"
+# The driver's own files, written atomically (a stop may leave their temporary files).
+OWN_FILES = (STATS_FILE, TOKENIZER_FILE, CHECKPOINT_FILE, COUNT_MARKER_FILE)
 
 # Keys of --config files (flag names with underscores) and their defaults.
 SETTINGS = {
@@ -226,10 +228,13 @@ def _write_results(tokenizer: bpe.Tokenizer, output: str, stats: TrainStats, sta
 def run_count_job(args: argparse.Namespace, output: str, options) -> dict[tuple[str, str], int]:
     """Runs the counting job (phase 1) into ``output``; returns its counters ({} if the
     runner has none). ``args`` needs input, format, text_field, pattern, min_word_count."""
-    # Dead letters of an earlier run in the same directory would be mistaken for ours.
+    # Dead letters of an earlier run would be mistaken for ours, and Beam's temporary
+    # directories of a job that was stopped are never removed by Beam.
     stale = outputs.dead_letter_files(output)
     if stale:
         FileSystems.delete(stale)
+    outputs.delete(output, (outputs.BEAM_TEMP_GLOB, *(outputs.temporary_path(name) for name in OWN_FILES)))
+    outputs.delete(FileSystems.join(output, outputs.DEAD_LETTERS_DIR), (outputs.BEAM_TEMP_GLOB,))
 
     pipeline = new_pipeline(options)
     read = pipeline | "ReadDocuments" >> ReadDocuments(args.input, format=args.format, text_field=args.text_field)
@@ -248,8 +253,11 @@ def run_count_job(args: argparse.Namespace, output: str, options) -> dict[tuple[
         )
     )
     read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(output)
-    result = pipeline.run()
-    result.wait_until_finish()
+    kept = (f"no counts are kept in {output} (the next run removes the leftovers): rerun the same command, "
+            "with or without --resume, to count again")
+    with stop_at_once("train", kept):
+        result = pipeline.run()
+        result.wait_until_finish()
     return committed_counters(result)
 
 
