@@ -36,6 +36,10 @@ READ_SIZE = 1 << 16
 # No valid ID is longer than this many digits; a longer run is reported at once
 # instead of being buffered without limit.
 MAX_ID_DIGITS = 20
+# A shard is read this many rows at a time, and a document decoded this many
+# tokens at a time: memory stays bounded however long a document is.
+DECODE_ROWS = 256
+DECODE_IDS = 1 << 16
 BEAM_OPTIONS = False  # not a Beam job: every argument is one of ours (see pipeline.cli)
 
 
@@ -119,19 +123,31 @@ def _decode_shard(tokenizer: Tokenizer, path: str, parquet: pq.ParquetFile, out:
     """Writes one shard's documents (or the one with ``only_id``) to ``out``; returns how many."""
     eos_id = shard_eos_id(parquet.schema_arrow)
     row = written = 0
-    for batch in parquet.iter_batches(columns=["id", "tokens"]):
+    for batch in parquet.iter_batches(columns=["id", "tokens"], batch_size=DECODE_ROWS):
         if only_id is not None:
             batch = batch.filter(pc.equal(batch.column(0), only_id))
-        for doc_id, tokens in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+        ids, tokens = batch.column(0), batch.column(1)
+        for i in range(batch.num_rows):
             row += 1
             try:
-                out.write(decode_tokens(tokenizer, tokens, eos_id))
+                _write_document(tokenizer, tokens[i].values, eos_id, out)
             except ValueError as e:  # an ID outside the vocabulary: a damaged or foreign shard
+                doc_id = ids[i].as_py()
                 where = f"document {doc_id!r}" if only_id is not None else f"row {row} (id {doc_id!r})"
                 raise UserError(f"{path}, {where}: {e}") from None
             written += 1
     out.flush()
     return written
+
+
+def _write_document(tokenizer: Tokenizer, tokens, eos_id: int | None, out: BinaryIO) -> None:
+    """Writes one row's document, ``DECODE_IDS`` tokens at a time (an Arrow array stays
+    4 bytes per token; a Python list of a huge document would not)."""
+    n = len(tokens)
+    if n and eos_id is not None and tokens[n - 1].as_py() == eos_id:
+        n -= 1  # the EOS --append-eos added (see transforms.decode.strip_eos)
+    for start in range(0, n, DECODE_IDS):
+        out.write(decode_tokens(tokenizer, tokens.slice(start, min(DECODE_IDS, n - start)).to_pylist()))
 
 
 class _StreamState:
