@@ -3,8 +3,8 @@
 For every generated command line the outcome must be one of two: a correct
 result (exit 0, every input record a document or a dead letter), or exit 2
 with exactly one line ``beam-bpe CMD: error: ...`` and no traceback. In both
-cases nothing outside ``--output`` changes: not the inputs, not the tokenizer,
-not the directory around them.
+cases no file that was there before changes (inputs, the tokenizer, a user's
+file inside --output), and anything new is inside ``--output``.
 
 Bounded for CI: few examples each, the fast in-process runner, a deadline.
 """
@@ -19,7 +19,7 @@ import tempfile
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pipeline import cli
@@ -37,14 +37,21 @@ def tokenizer_json(tmp_path_factory) -> pathlib.Path:
     return pathlib.Path(train_small(multilingual(1), vocab_size=300).save(str(tmp_path_factory.mktemp("tok"))))
 
 
-def snapshot(root: pathlib.Path, skip: pathlib.Path) -> dict[str, tuple]:
-    """Every path under ``root`` but ``skip`` (and what is under it): its bytes, or "dir"."""
-    seen = {}
-    for path in sorted(root.rglob("*")):
-        if path == skip or skip in path.parents:
-            continue
-        seen[str(path.relative_to(root))] = ("dir",) if path.is_dir() else (path.read_bytes(),)
-    return seen
+def snapshot(root: pathlib.Path) -> dict[str, tuple]:
+    """Every path under ``root``: its bytes, or "dir"."""
+    return {str(p.relative_to(root)): ("dir",) if p.is_dir() else (p.read_bytes(),) for p in sorted(root.rglob("*"))}
+
+
+def assert_untouched(root: pathlib.Path, before: dict, out: pathlib.Path) -> None:
+    """Every file that was there before (all the user's: no run wrote here yet) is unchanged,
+    also inside --output; anything new is --output, inside it, or a parent directory made for it."""
+    after = snapshot(root)
+    assert {path: after.get(path) for path in before} == before
+    out = out.resolve()
+    for path in set(after) - set(before):
+        new = (root / path).resolve()
+        # --output itself, what is in it, and the parents created for it (mkdir -p)
+        assert new == out or out in new.parents or (new in out.parents and after[path] == ("dir",)), path
 
 
 def run_cli(argv: list[str]) -> tuple[int, list[str]]:
@@ -110,10 +117,10 @@ def test_encode_with_generated_arguments(tokenizer_json, mutations, unknown, glo
                 *[arg for mutation in mutations for arg in mutation], *IN_MEMORY]
         if unknown:
             argv.append(f"--{unknown}=1")
-        before = snapshot(ws.root, ws.out)
+        before = snapshot(ws.root)
         code, err = run_cli(argv)
         check_outcome("encode", code, err, ws.out, None if mutations else 3 * len(LINES))
-        assert snapshot(ws.root, ws.out) == before
+        assert_untouched(ws.root, before, ws.out)
 
 
 PATH_PIECES = st.sampled_from(["out", "o[1]", "o*", "what?", "in", "in/part-0.txt", "tok", "tok/tokenizer.json",
@@ -121,6 +128,8 @@ PATH_PIECES = st.sampled_from(["out", "o[1]", "o*", "what?", "in", "in/part-0.tx
 
 
 @RED_TEAM
+@example(output="in", input_kind="glob")  # issue 17 case 1: the corpus directory as --output
+@example(output="tok", input_kind="file")
 @given(output=PATH_PIECES, input_kind=st.sampled_from(["glob", "missing", "dir", "empty-glob", "file"]))
 def test_encode_with_generated_paths(tokenizer_json, output, input_kind):
     with tempfile.TemporaryDirectory() as tmp:
@@ -130,12 +139,12 @@ def test_encode_with_generated_paths(tokenizer_json, output, input_kind):
         inputs = {"glob": str(ws.root / "in" / "*.txt"), "missing": str(ws.root / "nope.txt"),
                   "dir": str(ws.root / "in"), "empty-glob": str(ws.root / "in" / "*.gz"),
                   "file": ws.inputs[0]}[input_kind]
-        out = (ws.root / output).resolve() if not output.startswith("-") else ws.root / output
-        before = snapshot(pathlib.Path(tmp), out)
+        out = ws.root / output
+        before = snapshot(pathlib.Path(tmp))
         code, err = run_cli(["encode", "--tokenizer", str(ws.root / "tok"), "--input", inputs, "--output",
-                             str(ws.root / output), *IN_MEMORY])
+                             str(out), *IN_MEMORY])
         check_outcome("encode", code, err, out, None)
-        assert snapshot(pathlib.Path(tmp), out) == before
+        assert_untouched(pathlib.Path(tmp), before, out)
 
 
 CODEC_NAMES = st.sampled_from(["x.txt", "x.jsonl", "x.jsonl.gz", "x.txt.bz2", "x.txt.zst", "x.txt.xz", "x.parquet",
@@ -149,12 +158,12 @@ def test_encode_with_generated_files(tokenizer_json, name, data, compressed, str
         ws = Workspace(pathlib.Path(tmp), tokenizer_json)
         path = ws.root / "in" / name
         path.write_bytes(compress(data, name) if compressed else data)
-        before = snapshot(ws.root, ws.out)
+        before = snapshot(ws.root)
         argv = ["encode", "--tokenizer", str(ws.root / "tok"), "--input", str(path), "--output", str(ws.out),
                 *(["--strict"] if strict else []), *IN_MEMORY]
         code, err = run_cli(argv)
         check_outcome("encode", code, err, ws.out, None)
-        assert snapshot(ws.root, ws.out) == before
+        assert_untouched(ws.root, before, ws.out)
 
 
 TRAIN_MUTATIONS = st.sampled_from([
@@ -178,7 +187,7 @@ def test_train_with_generated_arguments_and_configs(tokenizer_json, mutations, u
         if config is not None:
             (ws.root / "c.yaml").write_bytes(config)
             argv += ["--config", str(ws.root / "c.yaml")]
-        before = snapshot(ws.root, ws.out)
+        before = snapshot(ws.root)
         code, err = run_cli(argv)
         check_outcome("train", code, err, ws.out, None)
-        assert snapshot(ws.root, ws.out) == before
+        assert_untouched(ws.root, before, ws.out)
