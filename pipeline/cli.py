@@ -8,7 +8,7 @@ drop it), with the closest known flag. Commands whose module sets
 its output directory.
 
 Stopping: SIGTERM is taken like Ctrl-C. During a Beam job the command stops at
-once (``pipeline.runners.stop_at_once``); elsewhere the interrupt unwinds (train
+once (``pipeline.stopping``); elsewhere the interrupt unwinds (train
 saves its merges on the way) and ends in one line and exit 130 or 143.
 """
 
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     quiet_beam_import_noise()
     # Imported after the line above: these import Beam.
     from pipeline.resume import interrupting_signal, sigterm_as_interrupt
-    from pipeline.runners import exit_now
+    from pipeline.stopping import exit_now
 
     parser = _Parser(prog="beam-bpe", description=__doc__.splitlines()[0], allow_abbrev=False)
     subparsers = parser.add_subparsers(dest="command", required=True)

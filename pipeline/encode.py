@@ -31,7 +31,8 @@ from apache_beam.io.filesystems import FileSystems
 from bpe.tokenizer import Tokenizer, TokenizerFileError
 from pipeline import outputs
 from pipeline.errors import UserError
-from pipeline.runners import describe_runner, new_pipeline, pipeline_options, stop_at_once
+from pipeline.runners import describe_runner, new_pipeline, pipeline_options
+from pipeline.stopping import stop_at_once
 from transforms.dead_letters import WriteDeadLetters
 from transforms.encode import EncodeDocuments, eos_token_id
 from transforms.read import FORMATS, ReadDocuments, match_inputs

@@ -38,7 +38,8 @@ from pipeline.resume import (
     CHECKPOINT_FILE, COUNT_MARKER_FILE, Checkpoint, CountMarker, count_settings, file_states, fingerprint,
     interrupting_signal, resume_command, sigterm_as_interrupt,
 )
-from pipeline.runners import committed_counters, describe_runner, new_pipeline, pipeline_options, stop_at_once
+from pipeline.runners import committed_counters, describe_runner, new_pipeline, pipeline_options
+from pipeline.stopping import stop_at_once
 from pipeline.train_stats import TrainStats, summary_lines
 from pipeline.word_counts import WORD_COUNTS_FILE, WORD_COUNTS_SCHEMA, read_word_counts, word_count_table
 from transforms import metrics

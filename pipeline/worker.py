@@ -13,7 +13,7 @@ keeps stderr for tracebacks; the records still reach the runner.
 
 Stoppable by the driver only: Ctrl-C in a terminal sends SIGINT to every
 process of the job, and each worker would print its own traceback. Workers
-ignore it; the driver ends them (``pipeline.runners.stop_at_once``).
+ignore it; the driver ends them (``pipeline.stopping``).
 
 Quick: when Beam's ``main`` returns, the harness has finished every bundle, torn
 down the DoFns and sent its logs. What is left is the interpreter freeing every
