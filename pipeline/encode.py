@@ -16,7 +16,9 @@ directory without stats.json holds leftovers, which a rerun removes (saying so
 on stderr) before starting over. A directory with a complete result is refused
 unless ``--overwrite``; with it the old result stays whole until the new one is
 ready. (stats.json rather than a separate ``_SUCCESS`` file: readers already
-look for it.)
+look for it.) All of this happens only in a directory that is ours: --output
+must be new, empty, or an earlier encode's output, and must not hold an input
+(``outputs.claim``).
 """
 
 from __future__ import annotations
@@ -49,8 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="input globs or paths (several, or repeated; a shell-expanded glob works too)")
     parser.add_argument(
         "--output", required=True,
-        help="directory for the shards, dead_letters/ and stats.json; stats.json is written last and "
-        "marks the directory complete (leftovers of a run that did not complete are removed on rerun)",
+        help="a new or empty directory (or an earlier encode's) for the shards, dead_letters/ and stats.json; "
+        "stats.json is written last and marks the directory complete (leftovers of a run that did not complete "
+        "are removed on rerun)",
     )
     parser.add_argument("--format", default="auto", help=f"input format: {', '.join(FORMATS)} (default auto)")
     parser.add_argument("--text-field", default="text", help="jsonl key / Parquet column of the text")

@@ -205,3 +205,29 @@ def test_a_huge_document_decodes_in_bounded_python_memory(tokenizer, tmp_path):
     assert sink.hash.hexdigest() == hashlib.sha256(text.encode("utf-8")).hexdigest()  # exact, EOS removed
     # A list of the document's IDs alone would be 8 bytes per token; its bytes 5 MB.
     assert peak < 4 * len(tokens), peak
+
+
+def test_a_huge_stream_decodes_in_bounded_python_memory(tokenizer, tmp_path):
+    """About 2 million IDs on one line: read, parsed and decoded a read at a time."""
+    import hashlib
+    import tracemalloc
+
+    from pipeline import decode
+
+    tok, _ = tokenizer
+    text = "".join(multilingual(3)).encode("utf-8")
+    text = (text * (5_000_000 // len(text) + 1))[:5_000_000].decode("utf-8", "ignore").encode("utf-8")
+    ids = tok.encode(text)
+    (tmp_path / "ids").write_bytes(" ".join(map(str, ids)).encode())
+    del ids
+    sink = _Sink()
+    fd = os.open(tmp_path / "ids", os.O_RDONLY)
+    tracemalloc.start()
+    try:
+        decode.decode_stream(tok, fd, sink)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        os.close(fd)
+    assert sink.hash.hexdigest() == hashlib.sha256(text).hexdigest()
+    assert peak < 4_000_000, peak  # the document is 5 MB, its IDs as a list far more
