@@ -1,16 +1,27 @@
 """beam-bpe: train byte-level BPE tokenizers, encode corpora to token shards, decode them.
 
-Flags we do not know are Beam's own pipeline options (``--runner``,
-``--direct_num_workers``, ...) and are passed through to Beam unchanged.
+Flags we do not know must be Beam's own pipeline options (``--runner``,
+``--direct_num_workers``, ...), which are passed through to Beam unchanged;
+any other argument is refused before the job starts (Beam would only warn and
+drop it), with the closest known flag. Commands whose module sets
+``BEAM_OPTIONS = False`` take none. Every command ends by releasing the lock of
+its output directory.
+
+Stopping: SIGTERM is taken like Ctrl-C. During a Beam job the command stops at
+once (``pipeline.stopping``); elsewhere the interrupt unwinds (train
+saves its merges on the way) and ends in one line and exit 130 or 143.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import logging
+import signal
 import sys
 
+from pipeline import output_lock
 from pipeline.errors import UserError
 
 # Each subcommand lives in its own module with add_arguments(parser) and run(args, beam_args) -> int.
@@ -31,25 +42,61 @@ def quiet_beam_import_noise() -> None:
         handler.addFilter(lambda record: "apitools not found" not in record.getMessage())
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, reporting a mistake as one line (``beam-bpe CMD: error: ...``) and exit 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     quiet_beam_import_noise()
-    parser = argparse.ArgumentParser(prog="beam-bpe", description=__doc__.splitlines()[0], allow_abbrev=False)
+    # Imported after the line above: these import Beam.
+    from pipeline.resume import interrupting_signal, sigterm_as_interrupt
+    from pipeline.stopping import exit_now
+
+    parser = _Parser(prog="beam-bpe", description=__doc__.splitlines()[0], allow_abbrev=False)
     subparsers = parser.add_subparsers(dest="command", required=True)
-    modules = {}
+    modules, flags = {}, {}
     for name, (module_name, help_text) in COMMANDS.items():
         module = importlib.import_module(module_name)
         sub = subparsers.add_parser(name, help=help_text, description=help_text, allow_abbrev=False)
         module.add_arguments(sub)
         modules[name] = module
+        flags[name] = [s for action in sub._actions for s in action.option_strings if s.startswith("--")]
     args, beam_args = parser.parse_known_args(argv)
+    module = modules[args.command]
     try:
-        return modules[args.command].run(args, beam_args)
+        with sigterm_as_interrupt():
+            _check_leftover_arguments(beam_args, flags[args.command], getattr(module, "BEAM_OPTIONS", True))
+            return module.run(args, beam_args)
     except UserError as e:
         print(f"beam-bpe {args.command}: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"beam-bpe {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        signum = interrupting_signal(e)
+        print(f"beam-bpe {args.command}: interrupted ({signal.Signals(signum).name}); nothing more was written: "
+              "rerun the same command (it removes the leftovers of this run)", file=sys.stderr, flush=True)
+        if argv is None:  # the real command line: runner threads may still run; do not wait for them
+            exit_now(128 + signum)
+        return 128 + signum
+    finally:
+        output_lock.release_all()
+
+
+def _check_leftover_arguments(beam_args: list[str], our_flags: list[str], beam_options: bool) -> None:
+    """Every argument our parser did not take must be a Beam option (for a command that takes them)."""
+    if beam_options:
+        from pipeline.runners import check_beam_args
+
+        check_beam_args(beam_args, our_flags)
+        return
+    if beam_args:
+        name = beam_args[0].split("=", 1)[0]
+        if not name.startswith("-"):
+            raise UserError(f"unexpected argument {name!r}")
+        close = difflib.get_close_matches(name.replace("_", "-"), our_flags, n=1, cutoff=0.75)
+        raise UserError(f"unknown flag {name}" + (f": did you mean {close[0]}?" if close else ""))
 
 
 if __name__ == "__main__":

@@ -103,8 +103,9 @@ def load_configs(paths: Sequence[str], settings: Mapping[str, Setting]) -> tuple
       (values by key, Beam flags in order).
 
     Raises:
-      UserError: a file that is missing, not YAML, not a mapping, or holding an
-        unknown key or a value of the wrong type.
+      UserError: a file that is missing, not UTF-8, not YAML, nested too
+        deeply, not a mapping, or holding an unknown key or a value of the
+        wrong type.
     """
     values: dict[str, Any] = {}
     flags: list[str] = []
@@ -114,6 +115,10 @@ def load_configs(paths: Sequence[str], settings: Mapping[str, Setting]) -> tuple
                 data = yaml.safe_load(f)
         except OSError as e:
             raise UserError(f"cannot read config file {path}: {e.strerror or e}") from None
+        except UnicodeDecodeError:
+            raise UserError(f"config file {path} is not UTF-8 text") from None
+        except RecursionError:
+            raise UserError(f"config file {path} is nested too deeply") from None
         except yaml.YAMLError as e:
             where = getattr(e, "problem_mark", None)
             at = f" (line {where.line + 1})" if where else ""

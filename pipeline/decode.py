@@ -38,6 +38,11 @@ READ_SIZE = 1 << 16
 # No valid ID is longer than this many digits; a longer run is reported at once
 # instead of being buffered without limit.
 MAX_ID_DIGITS = 20
+# A shard is read this many rows at a time, and a document decoded this many
+# tokens at a time: memory stays bounded however long a document is.
+DECODE_ROWS = 256
+DECODE_IDS = 1 << 16
+BEAM_OPTIONS = False  # not a Beam job: every argument is one of ours (see pipeline.cli)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,7 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"with a tiktoken rank file: the encoding's pattern and special tokens ({', '.join(ENCODINGS)})",
     )
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--input", action="append", help="token shard glob (repeatable): print the documents")
+    source.add_argument("--input", nargs="+", action="extend", metavar="GLOB",
+                        help="token shard globs or paths (several, or repeated): print the documents")
     source.add_argument("--stream", action="store_true", help="decode whitespace-separated IDs from stdin as they arrive")
     parser.add_argument("--id", default=None, help="with --input: print only the document with this id")
     parser.add_argument("--strict", action="store_true", help="with --stream: invalid or incomplete UTF-8 is an error")
@@ -133,19 +139,31 @@ def _decode_shard(tokenizer: Tokenizer, path: str, parquet: pq.ParquetFile, out:
     """Writes one shard's documents (or the one with ``only_id``) to ``out``; returns how many."""
     eos_id = shard_eos_id(parquet.schema_arrow)
     row = written = 0
-    for batch in parquet.iter_batches(columns=["id", "tokens"]):
+    for batch in parquet.iter_batches(columns=["id", "tokens"], batch_size=DECODE_ROWS):
         if only_id is not None:
             batch = batch.filter(pc.equal(batch.column(0), only_id))
-        for doc_id, tokens in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+        ids, tokens = batch.column(0), batch.column(1)
+        for i in range(batch.num_rows):
             row += 1
             try:
-                out.write(decode_tokens(tokenizer, tokens, eos_id))
+                _write_document(tokenizer, tokens[i].values, eos_id, out)
             except ValueError as e:  # an ID outside the vocabulary: a damaged or foreign shard
+                doc_id = ids[i].as_py()
                 where = f"document {doc_id!r}" if only_id is not None else f"row {row} (id {doc_id!r})"
                 raise UserError(f"{path}, {where}: {e}") from None
             written += 1
     out.flush()
     return written
+
+
+def _write_document(tokenizer: Tokenizer, tokens, eos_id: int | None, out: BinaryIO) -> None:
+    """Writes one row's document, ``DECODE_IDS`` tokens at a time (an Arrow array stays
+    4 bytes per token; a Python list of a huge document would not)."""
+    n = len(tokens)
+    if n and eos_id is not None and tokens[n - 1].as_py() == eos_id:
+        n -= 1  # the EOS --append-eos added (see transforms.decode.strip_eos)
+    for start in range(0, n, DECODE_IDS):
+        out.write(decode_tokens(tokenizer, tokens.slice(start, min(DECODE_IDS, n - start)).to_pylist()))
 
 
 class _StreamState:
@@ -256,25 +274,29 @@ def _write(out: BinaryIO, data: bytes) -> int:
 def _parse_ids(parts: list[bytes], table: list[bytes | None]) -> tuple[list[int], bytes | None]:
     """The IDs of ``parts`` up to the first bad one, and the bad one (or None)."""
     vocab_size = len(table)
-    if parts and b"".join(parts).isdigit():
+    if parts and b"".join(parts).isdigit() and max(map(len, parts)) <= MAX_ID_DIGITS:
         ids = list(map(int, parts))
         if max(ids) < vocab_size and None not in map(table.__getitem__, ids):
             return ids, None  # the usual read: checked as a whole
     good = 0
-    while good < len(parts) and parts[good].isdigit() and int(parts[good]) < vocab_size:
-        if table[int(parts[good])] is None:
-            break
+    while good < len(parts) and _is_id(parts[good], vocab_size) and table[int(parts[good])] is not None:
         good += 1
     return list(map(int, parts[:good])), parts[good] if good < len(parts) else None
 
 
+def _is_id(part: bytes, vocab_size: int) -> bool:
+    # Digits first: int() of thousands of digits is slow, and refused past Python's limit.
+    return part.isdigit() and len(part) <= MAX_ID_DIGITS and int(part) < vocab_size
+
+
 def _token_error(token: bytes, position: int, vocab_size: int) -> str:
     shown = token[:40].decode("utf-8", "replace") + ("..." if len(token) > 40 else "")
-    if token.isdigit() and int(token) < vocab_size:
+    if _is_id(token, vocab_size):
         return f"token ID {int(token)} at position {position} is not in the vocabulary (it has no token with this ID)"
     if token.isdigit():
+        number = str(int(token)) if len(token) <= MAX_ID_DIGITS else f"{shown} ({len(token)} digits)"
         return (
-            f"token ID {int(token)} at position {position} is out of range: "
+            f"token ID {number} at position {position} is out of range: "
             f"the vocabulary has {vocab_size} tokens (IDs 0..{vocab_size - 1})"
         )
     return f"token {shown!r} at position {position} is not a non-negative integer ID"

@@ -18,7 +18,9 @@ directory without stats.json holds leftovers, which a rerun removes (saying so
 on stderr) before starting over. A directory with a complete result is refused
 unless ``--overwrite``; with it the old result stays whole until the new one is
 ready. (stats.json rather than a separate ``_SUCCESS`` file: readers already
-look for it.)
+look for it.) All of this happens only in a directory that is ours: --output
+must be new, empty, or an earlier encode's output, and must not hold an input
+(``outputs.claim``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pipeline import outputs
 from pipeline import pack
 from pipeline.errors import UserError
 from pipeline.runners import committed_counters, describe_runner, new_pipeline, pipeline_options, tokenizer_transport
+from pipeline.stopping import stop_at_once
 from transforms import metrics
 from transforms.dead_letters import WriteDeadLetters
 from transforms.encode import EncodeDocuments, bos_token_id, eos_token_id
@@ -56,11 +59,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--tokenizer-preset", default=None,
         help=f"with a tiktoken rank file: the encoding's pattern and special tokens ({', '.join(ENCODINGS)})",
     )
-    parser.add_argument("--input", required=True, action="append", help="input glob (repeatable)")
+    parser.add_argument("--input", required=True, nargs="+", action="extend", metavar="GLOB",
+                        help="input globs or paths (several, or repeated; a shell-expanded glob works too)")
     parser.add_argument(
         "--output", required=True,
-        help="directory for the shards, dead_letters/ and stats.json; stats.json is written last and "
-        "marks the directory complete (leftovers of a run that did not complete are removed on rerun)",
+        help="a new or empty directory (or an earlier encode's) for the shards, dead_letters/ and stats.json; "
+        "stats.json is written last and marks the directory complete (leftovers of a run that did not complete "
+        "are removed on rerun)",
     )
     parser.add_argument("--format", default="auto", help=f"input format: {', '.join(FORMATS)} (default auto)")
     parser.add_argument("--text-field", default="text", help="jsonl key / Parquet column of the text")
@@ -108,7 +113,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     encode = _encode_documents(args, tokenizer)
     output.clear_leftovers()
 
-    with new_pipeline(options) as p:
+    kept = (f"nothing of this run is in {args.output} yet (its leftovers in {output.staging} are removed by the "
+            "next run): rerun the same command")
+    with stop_at_once("encode", kept), new_pipeline(options) as p:
         read = p | "Read" >> ReadDocuments(
             args.input, format=args.format, text_field=args.text_field, id_field=args.id_field or None
         )
@@ -183,10 +190,10 @@ def _check_arguments(args: argparse.Namespace, output: outputs.StagedOutput) -> 
         except ValueError as e:
             raise UserError(f"--prepend-bos: {e}") from None
     try:
-        match_inputs(args.input)
+        files = match_inputs(args.input)
     except FileNotFoundError as e:
         raise UserError(str(e)) from None
-    outputs.check_writable(args.output)
+    outputs.claim(args.output, "encode", inputs=files)  # ours from here on; never the user's files
     if output.is_complete() and not args.overwrite:
         # New shards could have a different count (part-*-of-N) and mix with old ones.
         raise UserError(

@@ -11,6 +11,14 @@ One contract for the drivers (``train``, ``encode``, and those that follow):
   disk and renamed, with the directory flushed too, so neither a reader nor a
   crash (even of the machine) sees half a file under the real name; on an
   object store an object appears whole when it is closed.
+* **Ownership** (``claim``). Before a job writes anything it claims its
+  output directory: the directory is new or empty, or holds our own
+  ``.beam-bpe-output.json`` from an earlier run of the same command; then it
+  takes the directory's lock (``pipeline.output_lock``). A directory holding
+  files we did not write, an output of another command, a path with glob
+  characters (Beam's file systems match and delete by glob) and an output that
+  holds an input file are refused. So clearing leftovers and replacing a result
+  only ever delete files of our own, never the user's.
 * **Staging and publish** (``StagedOutput``). The job writes only into
   ``DIR/.staging/``; when it succeeds, the driver moves the result into
   ``DIR`` and writes the completion marker last. A directory is complete
@@ -38,10 +46,12 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.errors import UserError
+from pipeline.output_lock import LOCK_FILE, OutputLock
 from transforms.dead_letters import DEAD_LETTER_GLOB, DEAD_LETTERS_DIR
 
 __all__ = [
-    "DEAD_LETTERS_DIR", "DEAD_LETTER_GLOB", "STAGING_DIR", "StagedOutput", "absolute", "check_writable",
+    "BEAM_TEMP_GLOB", "DEAD_LETTERS_DIR", "DEAD_LETTER_GLOB", "OWNER_FILE", "STAGING_DIR", "StagedOutput", "absolute",
+    "check_writable", "claim",
     "dead_letter_files", "dead_letter_glob", "dead_letter_lines", "delete", "exists", "fail_if_strict",
     "is_local", "local_path", "matching", "open_read", "print_dead_letters", "read_dead_letters", "read_json",
     "remove", "size", "temporary_path", "write_atomic", "write_json",
@@ -49,6 +59,10 @@ __all__ = [
 STAGING_DIR = ".staging"  # hidden from pyarrow.dataset and from globs like part-*
 # Beam's file sinks write beside their output first; a killed job leaves these.
 BEAM_TEMP_GLOB = "beam-temp-*"
+# Written first into every output directory: the proof that it is ours.
+OWNER_FILE = ".beam-bpe-output.json"
+# Beam's file systems treat these as glob syntax in the paths they match and delete.
+GLOB_CHARACTERS = "*?["
 # How many dead letters a summary or a --strict failure lists in full.
 SHOWN_DEAD_LETTERS = 5
 
@@ -146,6 +160,63 @@ def check_writable(directory: str, flag: str = "--output") -> None:
     except Exception as e:  # noqa: BLE001 - OSError locally, BeamIOError/auth errors remotely
         reason = getattr(e, "strerror", None) or str(e).splitlines()[0]
         raise UserError(f"cannot write to {flag} {directory}: {reason}") from None
+
+
+# --- Ownership ------------------------------------------------------------------------
+
+
+def claim(directory: str, command: str, inputs: Sequence[str] = (), flag: str = "--output") -> None:
+    """Makes ``directory`` this job's own, before the job writes anything into it.
+
+    Creates it if needed, proves it writable, writes ``OWNER_FILE`` into a new
+    or empty directory, and takes its lock (released by
+    ``pipeline.output_lock.release_all`` when the command ends).
+
+    Args:
+      directory: the output directory (absolute local path or URL).
+      command: the CLI command (``train``, ``encode``, ...): a directory
+        belongs to one command.
+      inputs: the job's input files, which must not lie in the directory.
+      flag: the flag naming the directory, for messages.
+
+    Raises:
+      UserError: the path has glob characters, is not a writable directory,
+        holds files we did not write or another command's output, holds an
+        input, or is in use by another job.
+    """
+    bad = sorted(set(GLOB_CHARACTERS) & set(directory))
+    if bad:
+        raise UserError(f"{flag} {directory} contains {' '.join(bad)}, which Beam's file systems take as a "
+                        "glob pattern; choose a directory name without * ? [")
+    inside = [path for path in inputs if _is_inside(absolute(path), directory)]
+    if inside:
+        raise UserError(f"{flag} {directory} holds the input {inside[0]}; write the output to another directory "
+                        "(beam-bpe replaces what it writes there)")
+    check_writable(directory, flag)
+    owner = read_json(FileSystems.join(directory, OWNER_FILE))
+    if owner is None:
+        others = [p.rstrip("/").rsplit("/", 1)[-1] for p in matching(directory, ("*", ".*"))]
+        others = sorted(set(others) - {LOCK_FILE})
+        if others:
+            shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+            raise UserError(f"{flag} {directory} is not empty and was not written by beam-bpe ({shown}); "
+                            "choose a new or empty directory")
+    elif owner.get("command") != command:
+        raise UserError(f"{flag} {directory} holds the output of beam-bpe {owner.get('command')}, not of "
+                        f"{command}; choose another directory")
+    if is_local(directory):
+        OutputLock(directory, command).acquire()
+    if owner is None:
+        write_json(FileSystems.join(directory, OWNER_FILE), {"what": "beam-bpe output directory",
+                                                             "command": command})
+
+
+def _is_inside(path: str, directory: str) -> bool:
+    if is_local(path) != is_local(directory):
+        return False
+    if is_local(path):
+        path, directory = os.path.realpath(path), os.path.realpath(directory)
+    return path.startswith(directory.rstrip("/") + "/")
 
 
 # --- Atomic writes and markers ------------------------------------------------------

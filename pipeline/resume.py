@@ -1,8 +1,11 @@
 """Resuming ``beam-bpe train``: the count marker, the merge checkpoint, signals.
 
 A finished count phase leaves ``OUT/word_counts.complete``: the table's
-fingerprint (SHA-256, size, rows), the settings that made it and what the
-count measured. The table counts as complete only with a matching marker.
+fingerprint (SHA-256, size, rows), the settings that made it, every input
+file's path, size and modification time, and what the count measured. The
+table counts as complete only with a matching marker: ``--resume`` refuses
+when a setting or an input file changed (a file rewritten under the same name
+is another corpus), and counts again when the marker or the table is damaged.
 Training saves the merges learned so far to ``OUT/merges.checkpoint.json``
 (atomically, so a SIGKILL leaves the previous one whole); SIGTERM is turned
 into a KeyboardInterrupt so that it saves one on the way out, as Ctrl-C does.
@@ -26,7 +29,7 @@ from apache_beam.io.filesystems import FileSystems
 from bpe.trainer import check_merges
 from pipeline import outputs
 from pipeline.errors import UserError
-from pipeline.train_stats import TrainStats
+from pipeline.train_stats import COUNTED, TrainStats
 from pipeline.word_counts import num_rows
 
 COUNT_MARKER_FILE = "word_counts.complete"  # written once the table is complete
@@ -66,22 +69,76 @@ def count_settings(args: argparse.Namespace, files: list[str]) -> dict:
     }
 
 
+def file_states(files: list[str]) -> list[list]:
+    """[path, size, modification time] of every input file, sorted by path.
+
+    What the counts depend on besides the settings: a file rewritten under
+    the same name changes its size or its modification time.
+    """
+    files = sorted(files)
+    if all(outputs.is_local(path) for path in files):
+        states = []
+        for path in files:
+            try:
+                st = os.stat(path)
+                states.append([path, st.st_size, st.st_mtime_ns])
+            except OSError:
+                states.append([path, None, None])  # gone: the reader makes it a dead letter
+        return states
+    try:
+        results = FileSystems.match(files)
+    except Exception:  # noqa: BLE001 - a file system that cannot answer: names only
+        return [[path, None, None] for path in files]
+    return [[path, *((r.metadata_list[0].size_in_bytes, r.metadata_list[0].last_updated_in_seconds)
+                     if r.metadata_list else (None, None))] for path, r in zip(files, results)]
+
+
+def _changed_file(then: list, now: list) -> str | None:
+    """Which input file differs between two ``file_states`` lists, said for people; None if none."""
+    for old, new in zip(then, now):
+        if old != new:
+            return f"{new[0]} changed since the count (size {old[1]} -> {new[1]}, modified {old[2]} -> {new[2]})"
+    return None if len(then) == len(now) else "the input files changed since the count"
+
+
+def _damage(marker: dict) -> str | None:
+    """What is wrong with the shape of a count marker (hand-edited or from another version); None if nothing."""
+    for key in ("settings", "table", "stats"):
+        if not isinstance(marker.get(key), dict):
+            return f"{key} is not an object"
+    if not isinstance(marker.get("inputs"), list) or not all(
+            isinstance(state, list) and len(state) == 3 for state in marker["inputs"]):
+        return "inputs is not a list of [path, size, modified]"
+    stats = marker["stats"]
+    if isinstance(stats.get("seconds"), bool) or not isinstance(stats.get("seconds"), (int, float)):
+        return "stats.seconds is not a number"
+    for key in COUNTED:
+        value = stats.get(key)
+        expected = str if key == "runner" else int
+        if value is not None and (isinstance(value, bool) or not isinstance(value, expected)):
+            return f"stats.{key} is not {'a string' if expected is str else 'an integer'}"
+    return None
+
+
 class CountMarker:
     """``OUT/word_counts.complete``: marks the count phase in ``output`` complete.
 
     Args:
       output: the output directory.
       settings: ``count_settings`` of this run.
+      inputs: ``file_states`` of this run's input files, taken before the count.
     """
 
-    def __init__(self, output: str, settings: dict):
+    def __init__(self, output: str, settings: dict, inputs: list[list]):
         self.output = output
         self.path = FileSystems.join(output, COUNT_MARKER_FILE)
         self.settings = settings
+        self.inputs = inputs
 
     def write(self, table_id: dict, stats: TrainStats) -> None:
         """Written only after the table is whole."""
-        outputs.write_json(self.path, {"table": table_id, "settings": self.settings, "stats": stats.counted()})
+        outputs.write_json(self.path, {"table": table_id, "settings": self.settings, "inputs": self.inputs,
+                                       "stats": stats.counted()})
 
     def remove(self) -> None:
         """Until a new count is complete, the table of an earlier one is not."""
@@ -92,14 +149,20 @@ class CountMarker:
 
         Raises:
           UserError: the count phase is complete but was run with other
-            settings: continuing would mix two runs.
+            settings or on input files that changed since: continuing would
+            mix two corpora.
         """
         marker = outputs.read_json(self.path)
         if marker is None:
-            print(f"beam-bpe train: no complete count phase in {self.output}; counting", file=sys.stderr)
+            damaged = " (its marker is damaged)" if FileSystems.exists(self.path) else ""
+            print(f"beam-bpe train: no complete count phase in {self.output}{damaged}; counting", file=sys.stderr)
+            return None
+        damage = _damage(marker)
+        if damage:
+            print(f"beam-bpe train: {self.path} is damaged ({damage}); counting again", file=sys.stderr)
             return None
         for key, value in self.settings.items():
-            then = marker.get("settings", {}).get(key)
+            then = marker["settings"].get(key)
             if then != value:
                 what = "the --input globs match other files" if key == "files_sha256" else (
                     f"--{key.replace('_', '-')} was {_show(then)}, now {_show(value)}")
@@ -107,7 +170,10 @@ class CountMarker:
                     f"cannot --resume: the count phase in {self.output} was run with other settings ({what}); "
                     "run without --resume to start over"
                 )
-        if not FileSystems.exists(table_path) or marker.get("table") != fingerprint(table_path):
+        changed = _changed_file(marker["inputs"], self.inputs)
+        if changed:
+            raise UserError(f"cannot --resume: {changed}; run without --resume to count the corpus again")
+        if not FileSystems.exists(table_path) or marker["table"] != fingerprint(table_path):
             print(f"beam-bpe train: {table_path} does not match {self.path}; counting again", file=sys.stderr)
             return None
         return marker

@@ -2,7 +2,8 @@
 
 Shared by ``beam-bpe train`` and ``beam-bpe encode``:
 
-    options = pipeline_options(beam_args)      # UserError for a refused runner
+    check_beam_args(beam_args, our_flags)      # UserError for any argument Beam would drop
+    options = pipeline_options(beam_args)      # checks again; UserError for a refused runner
     pipeline = new_pipeline(options)           # DirectRunner = Beam's FnApiRunner
     ...
     result = pipeline.run(); result.wait_until_finish()
@@ -27,19 +28,23 @@ exit (see there).
 
 from __future__ import annotations
 
+import difflib
 import logging
 import sys
 from typing import Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, _BeamArgumentParser
 from apache_beam.portability import python_urns
 from apache_beam.runners.portability.fn_api_runner import fn_runner
 
 from pipeline.errors import UserError
 
-__all__ = ["DIRECT_DEFAULTS", "committed_counters", "describe_runner", "is_direct", "new_pipeline", "pipeline_options"]
+__all__ = [
+    "DIRECT_DEFAULTS", "check_beam_args", "committed_counters", "describe_runner", "is_direct", "new_pipeline",
+    "pipeline_options",
+]
 
 DIRECT_DEFAULTS = (
     "--direct_running_mode=multi_processing",
@@ -70,6 +75,92 @@ def is_direct(options: PipelineOptions) -> bool:
     return _runner_key(options) in _DIRECT_NAMES
 
 
+class _OptionsParser(_BeamArgumentParser):
+    """Beam's own parser of pipeline options, failing with one line instead of exiting."""
+
+    def error(self, message):
+        raise UserError(f"Beam pipeline option: {message}")
+
+
+def _check_runner(options: PipelineOptions) -> None:
+    """Refuses a --runner Beam does not know, and DaskRunner; importing the
+    runner registers its own options."""
+    from apache_beam.runners.runner import _RUNNER_MAP, create_runner
+
+    name = _runner_name(options)
+    if "dask" in name.lower():
+        raise UserError(
+            f"--runner {name} is not supported: Beam's DaskRunner silently drops elements of "
+            "multi-branch pipelines and file sinks; use DirectRunner, or Flink/Spark/Dataflow (see configs/)"
+        )
+    if is_direct(options) or "." in name:
+        return  # a class path: Beam imports it when the job starts
+    try:
+        create_runner(name)
+    except ValueError:
+        known = sorted(path.rsplit(".", 1)[-1] for path in _RUNNER_MAP.values())
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f"did you mean --runner={close[0]}? " if close else ""
+        raise UserError(f"unknown --runner {name}: {hint}(known: {', '.join(known)})") from None
+    except Exception as e:  # noqa: BLE001 - e.g. a runner whose extra packages are not installed
+        raise UserError(f"cannot use --runner {name}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") \
+            from None
+
+
+def _all_option_classes() -> list[type]:
+    classes, todo = {}, list(PipelineOptions.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        classes.setdefault(f"{cls.__module__}.{cls.__qualname__}", cls)
+        todo.extend(cls.__subclasses__())
+    return list(classes.values())
+
+
+def check_beam_args(beam_args: Sequence[str], our_flags: Sequence[str] = ()) -> None:
+    """Refuses every argument Beam would discard: each must be a pipeline option
+    of Beam (or of the chosen runner) with a valid value.
+
+    Beam itself only logs "Discarding unparseable args" and runs without them,
+    so a misspelt flag, one of ours spelt with underscores, or the second file
+    of an unquoted glob would be silently dropped.
+
+    Args:
+      beam_args: the arguments our parser did not take.
+      our_flags: the command's own flags (``--vocab-size``), for "did you mean".
+
+    Raises:
+      UserError: the first argument Beam does not know, with the closest
+        known flag.
+    """
+    options = PipelineOptions(list(beam_args))
+    _check_runner(options)
+    parser = _OptionsParser(allow_abbrev=False)
+    beam_flags = []
+    for cls in _all_option_classes():
+        try:
+            cls._add_argparse_args(parser)  # noqa: SLF001 - how Beam itself collects its options
+        except Exception:  # noqa: BLE001 - a flag two classes define: the first definition stands
+            continue
+    for action in parser._actions:  # noqa: SLF001
+        beam_flags.extend(s for s in action.option_strings if s.startswith("--"))
+    _, unknown = parser.parse_known_args(list(beam_args))
+    if not unknown:
+        return
+    arg = unknown[0]
+    if not arg.startswith("-"):
+        raise UserError(f"unexpected argument {arg!r} (a path for --input? several paths go after one --input; "
+                        "quote a glob to let beam-bpe expand it)")
+    name = arg.split("=", 1)[0]
+    ours = {flag.replace("_", "-"): flag for flag in our_flags}
+    if name.replace("_", "-") in ours:
+        suggestion = ours[name.replace("_", "-")]
+    else:
+        close = difflib.get_close_matches(name, [*our_flags, *beam_flags], n=1, cutoff=0.75)
+        suggestion = close[0] if close else None
+    hint = f": did you mean {suggestion}?" if suggestion else " (neither a flag of beam-bpe nor a Beam pipeline option)"
+    raise UserError(f"unknown flag {name}{hint}")
+
+
 def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
     """Builds PipelineOptions from Beam flags, with our DirectRunner defaults, and
     gives them to Beam's FileSystems for the driver's own reads and writes.
@@ -78,17 +169,13 @@ def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
       beam_args: Beam's own flags as the user gave them (``--runner=...``).
 
     Raises:
-      UserError: for Beam's DaskRunner, which silently drops the elements of
-        multi-branch pipelines and of file sinks: our jobs are both.
+      UserError: an argument Beam does not know (``check_beam_args``), or
+        Beam's DaskRunner, which silently drops the elements of multi-branch
+        pipelines and of file sinks: our jobs are both.
     """
     beam_args = list(beam_args)
     options = PipelineOptions(beam_args)
-    name = _runner_name(options)
-    if "dask" in name.lower():
-        raise UserError(
-            f"--runner {name} is not supported: Beam's DaskRunner silently drops elements of "
-            "multi-branch pipelines and file sinks; use DirectRunner, or Flink/Spark/Dataflow (see configs/)"
-        )
+    check_beam_args(beam_args)
     if is_direct(options):
         # In multi_processing mode the runner re-logs every worker warning
         # (e.g. about options only the driver knows) as its own; keep errors.

@@ -35,10 +35,11 @@ from pipeline import outputs
 from pipeline.config import Setting, default_help, resolve
 from pipeline.errors import UserError
 from pipeline.resume import (
-    CHECKPOINT_FILE, COUNT_MARKER_FILE, Checkpoint, CountMarker, count_settings, fingerprint,
+    CHECKPOINT_FILE, COUNT_MARKER_FILE, Checkpoint, CountMarker, count_settings, file_states, fingerprint,
     interrupting_signal, resume_command, sigterm_as_interrupt,
 )
 from pipeline.runners import committed_counters, describe_runner, new_pipeline, pipeline_options
+from pipeline.stopping import stop_at_once
 from pipeline.train_stats import TrainStats, summary_lines
 from pipeline.word_counts import WORD_COUNTS_FILE, WORD_COUNTS_SCHEMA, read_word_counts, word_count_table
 from transforms import metrics
@@ -49,6 +50,8 @@ from transforms.read import FORMATS, ReadDocuments, match_inputs
 
 STATS_FILE = "train_stats.json"
 TOKENIZER_FILE = "tokenizer.json"
+# The driver's own files, written atomically (a stop may leave their temporary files).
+OWN_FILES = (STATS_FILE, TOKENIZER_FILE, CHECKPOINT_FILE, COUNT_MARKER_FILE)
 
 # Keys of --config files (flag names with underscores) and their defaults.
 SETTINGS = {
@@ -78,8 +81,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Other --flags are Beam pipeline options (--runner, --direct_num_workers, ...). "
         "DirectRunner uses all local cores unless told otherwise."
     )
-    parser.add_argument("--input", action="append", metavar="GLOB",
-                        help="corpus files: a glob, path or URL (gs://, s3://); repeatable")
+    parser.add_argument("--input", nargs="+", action="extend", metavar="GLOB",
+                        help="corpus files: globs, paths or URLs (gs://, s3://); several, or repeated")
     parser.add_argument("--vocab-size", type=int, metavar="N",
                         help="256 byte tokens + merges + special tokens (required)")
     parser.add_argument("--output", metavar="DIR", help="directory for tokenizer.json and the rest (required)")
@@ -119,7 +122,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     options = pipeline_options([*config_flags, *beam_args])
     given_table = read_word_counts(args.word_counts) if args.word_counts else None  # bad: fail now
     files = [] if args.word_counts else _match(args.input)
-    outputs.check_writable(output)
+    outputs.claim(output, "train", inputs=files)  # ours from here on; never the user's files
     stats = TrainStats(
         inputs=[] if args.word_counts else list(args.input),
         files=len(files),
@@ -161,7 +164,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
 def _count_phase(args: argparse.Namespace, files: list[str], output: str, options, stats: TrainStats) -> dict:
     """Phase 1: counts the corpus into OUT/word_counts.parquet, unless --resume finds
     that count complete. Fills ``stats``; returns the table's fingerprint."""
-    marker = CountMarker(output, count_settings(args, files))
+    marker = CountMarker(output, count_settings(args, files), file_states(files))
     complete = marker.load(stats.word_counts) if args.resume else None
     if complete is not None:
         print(f"beam-bpe train: the count phase is complete ({marker.path}); not counting again", file=sys.stderr)
@@ -232,10 +235,13 @@ def _write_results(tokenizer: bpe.Tokenizer, output: str, stats: TrainStats, sta
 def run_count_job(args: argparse.Namespace, output: str, options) -> dict[tuple[str, str], int]:
     """Runs the counting job (phase 1) into ``output``; returns its counters ({} if the
     runner has none). ``args`` needs input, format, text_field, pattern, min_word_count."""
-    # Dead letters of an earlier run in the same directory would be mistaken for ours.
+    # Dead letters of an earlier run would be mistaken for ours, and Beam's temporary
+    # directories of a job that was stopped are never removed by Beam.
     stale = outputs.dead_letter_files(output)
     if stale:
         FileSystems.delete(stale)
+    outputs.delete(output, (outputs.BEAM_TEMP_GLOB, *(outputs.temporary_path(name) for name in OWN_FILES)))
+    outputs.delete(FileSystems.join(output, outputs.DEAD_LETTERS_DIR), (outputs.BEAM_TEMP_GLOB,))
 
     pipeline = new_pipeline(options)
     read = pipeline | "ReadDocuments" >> ReadDocuments(args.input, format=args.format, text_field=args.text_field)
@@ -254,8 +260,11 @@ def run_count_job(args: argparse.Namespace, output: str, options) -> dict[tuple[
         )
     )
     read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(output)
-    result = pipeline.run()
-    result.wait_until_finish()
+    kept = (f"no counts are kept in {output} (the next run removes the leftovers): rerun the same command, "
+            "with or without --resume, to count again")
+    with stop_at_once("train", kept):
+        result = pipeline.run()
+        result.wait_until_finish()
     return committed_counters(result)
 
 

@@ -11,6 +11,10 @@ semi_persistent_directory found", "Discarding unparseable args") lands on the
 user's terminal as well. A do-nothing handler on the root logger beforehand
 keeps stderr for tracebacks; the records still reach the runner.
 
+Stoppable by the driver only: Ctrl-C in a terminal sends SIGINT to every
+process of the job, and each worker would print its own traceback. Workers
+ignore it; the driver ends them (``pipeline.stopping``).
+
 Quick: when Beam's ``main`` returns, the harness has finished every bundle, torn
 down the DoFns and sent its logs. What is left is the interpreter freeing every
 object of the job, and the runner waits for that, one worker after the other,
@@ -19,9 +23,11 @@ so the worker exits at once.
 
 import logging
 import os
+import signal
 import sys
 
 logging.getLogger().addHandler(logging.NullHandler())
+signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 from apache_beam.runners.worker import sdk_worker_main  # noqa: E402  (after the handler, on purpose)
 

@@ -65,7 +65,7 @@ def assert_exactly_the_corpus(out: pathlib.Path, tok, lines):
     assert sorted(tok.decode_bytes(tokens) for _, tokens in rows) == sorted(lines)
     assert sorted(p.name for p in out.glob("part-*")) == stats["shards"]
     # No staging dir, Beam temp dirs, _input_bytes or .stats.json.tmp left behind.
-    assert sorted(p.name for p in out.iterdir()) == sorted(["dead_letters", "stats.json", *stats["shards"]])
+    assert sorted(p.name for p in out.iterdir()) == sorted([".beam-bpe-output.json", "dead_letters", "stats.json", *stats["shards"]])
     assert [p.name for p in (out / "dead_letters").iterdir()] == ["dead_letters-00000-of-00001.jsonl"]
 
 

@@ -158,3 +158,79 @@ def test_empty_input_writes_nothing(tokenizer, capfdbinary, run_stream):
     _, path = tokenizer
     assert run_stream(path, b"  \n ") == 0
     assert capfdbinary.readouterr().out == b""
+
+
+class _Sink:
+    """A binary output that keeps only a hash and a length, like a pipe to another process."""
+
+    def __init__(self):
+        import hashlib
+
+        self.hash, self.size = hashlib.sha256(), 0
+
+    def write(self, data: bytes) -> int:
+        self.hash.update(data)
+        self.size += len(data)
+        return len(data)
+
+    def flush(self):
+        pass
+
+
+def test_a_huge_document_decodes_in_bounded_python_memory(tokenizer, tmp_path):
+    """One row of about 2 million tokens: decoded in slices, never as one Python list."""
+    import hashlib
+    import tracemalloc
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipeline import decode
+    from tests.helpers import IN_MEMORY
+
+    tok, path = tokenizer
+    text = "".join(multilingual(3)).encode("utf-8")
+    text = (text * (5_000_000 // len(text) + 1))[:5_000_000].decode("utf-8", "ignore")
+    pq.write_table(pa.table({"text": [text], "id": ["huge"]}), tmp_path / "doc.parquet")
+    out = tmp_path / "shards"
+    assert cli.main(["encode", "--tokenizer", path, "--input", str(tmp_path / "doc.parquet"), "--output", str(out),
+                     "--append-eos", *IN_MEMORY]) == 0
+    tokens = pq.read_table(out / "part-00000-of-00001.parquet").column("tokens")[0].values
+    assert len(tokens) > 1_000_000
+
+    sink = _Sink()
+    tracemalloc.start()
+    try:
+        assert decode.decode_shards(tok, [str(out / "part-*.parquet")], sink) == 1
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert sink.hash.hexdigest() == hashlib.sha256(text.encode("utf-8")).hexdigest()  # exact, EOS removed
+    # A list of the document's IDs alone would be 8 bytes per token; its bytes 5 MB.
+    assert peak < 4 * len(tokens), peak
+
+
+def test_a_huge_stream_decodes_in_bounded_python_memory(tokenizer, tmp_path):
+    """About 2 million IDs on one line: read, parsed and decoded a read at a time."""
+    import hashlib
+    import tracemalloc
+
+    from pipeline import decode
+
+    tok, _ = tokenizer
+    text = "".join(multilingual(3)).encode("utf-8")
+    text = (text * (5_000_000 // len(text) + 1))[:5_000_000].decode("utf-8", "ignore").encode("utf-8")
+    ids = tok.encode(text)
+    (tmp_path / "ids").write_bytes(" ".join(map(str, ids)).encode())
+    del ids
+    sink = _Sink()
+    fd = os.open(tmp_path / "ids", os.O_RDONLY)
+    tracemalloc.start()
+    try:
+        decode.decode_stream(tok, fd, sink)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        os.close(fd)
+    assert sink.hash.hexdigest() == hashlib.sha256(text).hexdigest()
+    assert peak < 4_000_000, peak  # the document is 5 MB, its IDs as a list far more

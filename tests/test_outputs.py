@@ -130,7 +130,7 @@ def test_train_and_encode_write_to_an_object_store(s3_bucket, capsys):
     beam = [*options, *IN_MEMORY]
 
     assert train("--input", "s3://corpus/drivers-in/*", "--vocab-size", "280", "--output", "s3://corpus/tok", *beam) == 0
-    assert _objects(client, "tok/") == [
+    assert _objects(client, "tok/") == [".beam-bpe-output.json",
         "dead_letters/dead_letters-00000-of-00001.jsonl", "tokenizer.json", "train_stats.json",
         "word_counts.complete", "word_counts.parquet"]
     table = pq.read_table(io.BytesIO(_object(client, "tok/word_counts.parquet")))
@@ -145,7 +145,7 @@ def test_train_and_encode_write_to_an_object_store(s3_bucket, capsys):
 
     encode = ["encode", "--tokenizer", "s3://corpus/tok", "--input", "s3://corpus/drivers-in/*", "--output", "s3://corpus/shards"]
     assert cli.main([*encode, *beam]) == 0
-    assert _objects(client, "shards/") == [
+    assert _objects(client, "shards/") == [".beam-bpe-output.json",
         "dead_letters/dead_letters-00000-of-00001.jsonl", "part-00000-of-00001.parquet", "stats.json"]
     tok = bpe.Tokenizer.from_json(_object(client, "tok/tokenizer.json"))
     shard = pq.read_table(io.BytesIO(_object(client, "shards/part-00000-of-00001.parquet")))
@@ -157,6 +157,6 @@ def test_train_and_encode_write_to_an_object_store(s3_bucket, capsys):
     assert cli.main([*encode, *beam]) == 2
     assert "already holds token shards" in capsys.readouterr().err
     assert cli.main([*encode, "--overwrite", "--num-shards", "2", *beam]) == 0
-    assert _objects(client, "shards/") == [
+    assert _objects(client, "shards/") == [".beam-bpe-output.json",
         "dead_letters/dead_letters-00000-of-00001.jsonl", "part-00000-of-00002.parquet",
         "part-00001-of-00002.parquet", "stats.json"]

@@ -131,7 +131,7 @@ def test_stopped_during_merges_and_resumed_gives_the_same_tokenizer(
     assert f"resuming after {len(saved):,} merges" in resumed.stderr
     assert read_bytes(os.path.join(output, "tokenizer.json")) == uninterrupted
     # Done: the checkpoint is gone and no temporary file is left behind.
-    assert sorted(os.listdir(output)) == ["tokenizer.json", "train_stats.json"]
+    assert sorted(os.listdir(output)) == [".beam-bpe-output.json", "tokenizer.json", "train_stats.json"]
     with open(os.path.join(output, "train_stats.json"), encoding="utf-8") as f:
         assert json.load(f)["resumed_from_merges"] == len(saved)
 
@@ -299,3 +299,51 @@ def test_checkpoint_every_must_be_a_number(table, tmp_path, capsys):
                                 "--checkpoint-every", value)
         assert code == 2
         assert "--checkpoint-every must be a number of seconds" in capsys.readouterr().err
+
+
+def test_an_input_rewritten_under_the_same_name_is_not_resumed_on_old_counts(corpus, tmp_path, capsys):
+    output = str(tmp_path / "out")
+    args = ["--input", corpus, "--vocab-size", "300", "--output", output, *IN_MEMORY]
+    assert train_in_process(*args) == 0
+    with open(corpus, "rb") as f:
+        data = f.read()
+    stat = os.stat(corpus)
+    with open(corpus, "wb") as f:  # same name, same size, other words
+        f.write(data.swapcase())
+    os.utime(corpus, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    capsys.readouterr()
+    assert train_in_process(*args, "--resume") == 2
+    assert capsys.readouterr().err.strip() == (
+        f"beam-bpe train: error: cannot --resume: {corpus} changed since the count (size {stat.st_size} -> "
+        f"{stat.st_size}, modified {stat.st_mtime_ns} -> {stat.st_mtime_ns + 10**9}); "
+        "run without --resume to count the corpus again"
+    )
+    assert train_in_process(*args) == 0  # counting again: the new words
+    with open(os.path.join(output, "train_stats.json"), encoding="utf-8") as f:
+        assert json.load(f)["resumed_from_merges"] == 0
+    table = pq.read_table(os.path.join(output, "word_counts.parquet"))
+    assert any(b"IMPORT" in word for word in table.column("word").to_pylist())
+
+
+@pytest.mark.parametrize("edit", [
+    lambda m: {**m, "settings": ["not", "an", "object"]},
+    lambda m: {**m, "stats": {**m["stats"], "documents": "many"}},
+    lambda m: {**m, "stats": {k: v for k, v in m["stats"].items() if k != "seconds"}},
+    lambda m: {k: v for k, v in m.items() if k != "inputs"},
+    lambda m: {**m, "table": None},
+])
+def test_a_hand_edited_count_marker_means_counting_again(corpus, tmp_path, capsys, edit):
+    output = str(tmp_path / "out")
+    args = ["--input", corpus, "--vocab-size", "300", "--output", output, *IN_MEMORY]
+    assert train_in_process(*args) == 0
+    path = os.path.join(output, "word_counts.complete")
+    with open(path, encoding="utf-8") as f:
+        marker = json.load(f)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(edit(marker), f)
+    capsys.readouterr()
+    assert train_in_process(*args, "--resume") == 0
+    assert f"beam-bpe train: {path} is damaged (" in capsys.readouterr().err
+    with open(path, encoding="utf-8") as f:
+        again = json.load(f)  # written anew by the recount
+    assert again["settings"] == marker["settings"] and again["stats"]["documents"] == marker["stats"]["documents"]

@@ -1,0 +1,144 @@
+"""Stopping a running job: SIGINT and SIGTERM end it promptly, with one line, and a rerun succeeds.
+
+Real subprocesses on the multi-process DirectRunner (several worker processes,
+as in real use), stopped while their Beam job runs. Each must exit with
+128 + the signal, print one line saying what was kept and what to do, leave
+no worker process behind, and leave nothing a rerun does not remove.
+"""
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import bpe
+from tests.helpers import IN_MEMORY, read_rows, train_small
+from tests.real_text import multilingual
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+BEAM_BPE = [sys.executable, "-m", "pipeline.cli"]
+LINES = 20_000  # enough work that the job still runs when it is stopped
+# A hang guard, not a timing assert: a stopped job that does not exit fails the test.
+HANG = 60
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    return train_small(multilingual(1), vocab_size=400).save(str(tmp_path_factory.mktemp("tok")))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> pathlib.Path:
+    root = tmp_path_factory.mktemp("corpus")
+    lines = [line for doc in multilingual(3) for line in doc.encode("utf-8").splitlines(keepends=True)]
+    lines = (lines * (LINES // len(lines) + 1))[:LINES]
+    for shard in range(4):
+        (root / f"in-{shard}.txt").write_bytes(b"".join(lines[shard::4]))
+    return root
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes below ``pid`` (the runner starts each worker through a shell)."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parents.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+            except OSError:
+                continue
+    found, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def stop_while_running(argv, started, signum, whole_group=False):
+    """Starts ``argv``, waits until ``started()`` and the workers exist, sends ``signum``.
+
+    Returns (exit code, stderr lines, the worker processes seen).
+    """
+    proc = subprocess.Popen(argv, cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        workers = []
+        while not (started() and workers):
+            assert proc.poll() is None, f"ended before it could be stopped: {proc.stderr.read()}"
+            assert time.monotonic() < deadline, "the job did not start"
+            workers = descendants(proc.pid)
+            time.sleep(0.02)
+        if whole_group:
+            os.killpg(proc.pid, signum)  # Ctrl-C in a terminal: every process of the job gets it
+        else:
+            os.kill(proc.pid, signum)
+        code = proc.wait(timeout=HANG)
+        err = proc.stderr.read().splitlines()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        proc.stderr.close()
+    return code, err, workers
+
+
+def encode_argv(tokenizer, corpus, out, *flags):
+    return [*BEAM_BPE, "encode", "--tokenizer", tokenizer, "--input", str(corpus / "in-*.txt"), "--output", str(out),
+            *flags]
+
+
+@pytest.mark.parametrize("signum, whole_group", [(signal.SIGINT, False), (signal.SIGTERM, False),
+                                                 (signal.SIGINT, True)])
+def test_a_stopped_encode_exits_at_once_and_a_rerun_completes(tokenizer, corpus, tmp_path, signum, whole_group):
+    out = tmp_path / "out"
+    code, err, workers = stop_while_running(
+        encode_argv(tokenizer, corpus, out, "--direct_num_workers=2"),
+        lambda: bool(list(out.glob(".staging/beam-temp-part-*/*"))), signum, whole_group)
+    assert code == 128 + signum
+    assert err[0].startswith("beam-bpe encode: engine ")  # printed before the job started
+    assert err[1:] == [f"beam-bpe encode: stopped by {signal.Signals(signum).name}; nothing of this run is in {out} yet "
+                   f"(its leftovers in {out}/.staging are removed by the next run): rerun the same command"]
+    assert not any(alive(pid) for pid in workers)
+    assert not (out / "stats.json").exists() and not (out / ".beam-bpe.lock").exists()
+
+    rerun = subprocess.run(encode_argv(tokenizer, corpus, out, *IN_MEMORY), cwd=REPO, capture_output=True,
+                           text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["documents"] == len(read_rows(out)) == LINES
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [".beam-bpe-output.json", "dead_letters", "stats.json", *stats["shards"]])
+
+
+def test_sigterm_during_the_count_leaves_nothing_a_rerun_keeps(corpus, tmp_path):
+    out = tmp_path / "tok"
+    argv = [*BEAM_BPE, "train", "--no-progress", "--input", str(corpus / "in-*.txt"), "--vocab-size", "300",
+            "--output", str(out)]
+    code, err, workers = stop_while_running(
+        [*argv, "--direct_num_workers=2"], lambda: bool(list(out.glob("**/beam-temp-*"))), signal.SIGTERM)
+    assert code == 143
+    assert err == [f"beam-bpe train: stopped by SIGTERM; no counts are kept in {out} (the next run removes the "
+                   "leftovers): rerun the same command, with or without --resume, to count again"]
+    assert not any(alive(pid) for pid in workers)
+    assert list(out.glob("**/beam-temp-*"))  # what Beam left behind ...
+
+    rerun = subprocess.run([*argv, "--resume", *IN_MEMORY], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert not list(out.glob("**/beam-temp-*"))  # ... the rerun removed
+    assert json.loads((out / "train_stats.json").read_text())["documents"] == LINES
+    assert bpe.Tokenizer.load(str(out)).vocab_size == 300
