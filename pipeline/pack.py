@@ -86,7 +86,7 @@ def run(args: argparse.Namespace, beam_args: list[str], encoded: str | None = No
     args.output = outputs.absolute(args.output)
     output = outputs.StagedOutput(args.output, RESULTS, marker=STATS_FILE, command="pack")
     shards = _match_shards([outputs.absolute(pattern) for pattern in args.input])
-    inputs, transform = _check_arguments(args, shards, output)
+    inputs, transform = _check_arguments(args, shards, output, own_inputs=encoded is not None)
     output.clear_leftovers()
     staging = output.staging
     metadata = {b"tokenizer_sha256": inputs.tokenizer_sha256.encode(), b"vocab_size": str(inputs.vocab_size).encode(),
@@ -136,9 +136,13 @@ def _match_shards(patterns: Sequence[str]) -> list[str]:
     return sorted(paths)
 
 
-def _check_arguments(args: argparse.Namespace, shards: list[str],
-                     output: outputs.StagedOutput) -> tuple[ShardsInfo, PackSequences]:
-    """Fails before the job on any user mistake; returns the inputs and the transform."""
+def _check_arguments(args: argparse.Namespace, shards: list[str], output: outputs.StagedOutput,
+                     own_inputs: bool = False) -> tuple[ShardsInfo, PackSequences]:
+    """Fails before the job on any user mistake; returns the inputs and the transform.
+
+    ``own_inputs``: the shards are this command's own scratch inside the output
+    (``encode --pack``), not a user's files the output must stay away from.
+    """
     if args.seq_len < 1:
         raise UserError(f"--seq-len must be at least 1, not {args.seq_len}")
     if not 0 <= args.validation_fraction < 1:
@@ -170,7 +174,7 @@ def _check_arguments(args: argparse.Namespace, shards: list[str],
         )
     except ValueError as e:
         raise UserError(str(e)) from None
-    outputs.check_writable(args.output)
+    outputs.claim(args.output, "pack", inputs=() if own_inputs else shards)
     if output.is_complete() and not args.overwrite:
         raise UserError(
             f"{args.output} already holds packed sequences of a complete run ({STATS_FILE}); "
@@ -302,6 +306,7 @@ def run_encode_then_pack(args: argparse.Namespace, beam_args: list[str]) -> int:
     if outputs.exists(FileSystems.join(output, STATS_FILE)) and not args.overwrite:
         raise UserError(f"{output} already holds the result of a complete run ({STATS_FILE}); "
                         "pass --overwrite to replace it, or choose another --output")
+    outputs.claim(output, "pack", inputs=args.input)  # before encode writes its scratch inside it
     scratch = FileSystems.join(output, ENCODED_DIR)
     encode_args = argparse.Namespace(**{**vars(args), "output": scratch, "overwrite": True, "pack": 0, "strict": False})
     encode.run(encode_args, beam_args)

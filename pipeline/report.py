@@ -21,7 +21,6 @@ import sys
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
 
 from bpe.tokenizer import Tokenizer, TokenizerFileError
 from pipeline import outputs
@@ -65,7 +64,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    _refuse_unknown_flags(beam_args)
     options = pipeline_options(beam_args)
     args.input = [outputs.absolute(pattern) for pattern in args.input]
     args.output = outputs.absolute(args.output)
@@ -113,25 +111,6 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     return 0
 
 
-def _refuse_unknown_flags(beam_args: list[str]) -> None:
-    """Flags that are neither ours nor Beam's are an error, not silently ignored."""
-    parser = argparse.ArgumentParser(allow_abbrev=False, add_help=False)
-    todo, seen = list(PipelineOptions.__subclasses__()), set()
-    while todo:
-        cls = todo.pop()
-        if cls in seen:
-            continue
-        seen.add(cls)
-        todo.extend(cls.__subclasses__())
-        try:
-            cls._add_argparse_args(parser)
-        except argparse.ArgumentError:  # an option two classes define: known either way
-            pass
-    _, unknown = parser.parse_known_args(beam_args)
-    if unknown:
-        raise UserError(f"unknown argument {unknown[0]} (neither a report flag nor a Beam pipeline option)")
-
-
 def _check_arguments(args: argparse.Namespace, paths: list[str]) -> list[Tokenizer]:
     """Fails before the job on any user mistake; returns the tokenizers."""
     if args.format not in FORMATS:
@@ -149,10 +128,10 @@ def _check_arguments(args: argparse.Namespace, paths: list[str]) -> list[Tokeniz
         except TokenizerFileError as e:
             raise UserError(str(e)) from None
     try:
-        match_inputs(args.input)
+        files = match_inputs(args.input)
     except FileNotFoundError as e:
         raise UserError(str(e)) from None
-    outputs.check_writable(args.output)
+    outputs.claim(args.output, "report", inputs=files)
     return tokenizers
 
 

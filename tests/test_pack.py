@@ -213,7 +213,7 @@ def test_encode_with_pack_equals_encode_then_pack(tmp_path):
     both, separate = stats(one), stats(tmp_path / "two")
     assert both.pop("encode")["dead_letters"] == 1
     assert both == separate
-    assert sorted(os.listdir(one)) == ["dead_letters", "stats.json", "train", "validation"]
+    assert sorted(os.listdir(one)) == [".beam-bpe-output.json", "dead_letters", "stats.json", "train", "validation"]
     letters = [json.loads(line) for p in (one / "dead_letters").iterdir() for line in p.read_text().splitlines()]
     assert [(pathlib.Path(d["file"]).name, d["record"]) for d in letters] == [("bad.jsonl", 2)]
     assert encode_and_pack(*encode_argv, "--output", str(one), "--pack", "64", *pack_argv) == 2  # complete
@@ -265,7 +265,7 @@ def test_a_complete_result_is_replaced_only_with_overwrite(shards, tmp_path, cap
     assert "leftovers" in capsys.readouterr().err
     assert packed_splits(out) == first and not (out / ".staging").exists()
     assert pack(*argv, "--overwrite", "--seed", "1") == 0
-    assert packed_splits(out) != first and sorted(os.listdir(out)) == ["stats.json", "train"]  # no validation sequences
+    assert packed_splits(out) != first and sorted(os.listdir(out)) == [".beam-bpe-output.json", "stats.json", "train"]  # no validation sequences
 
 
 def test_shards_written_by_other_tools(tmp_path, capsys):

@@ -295,7 +295,7 @@ def test_two_workers_give_the_same_report(generated, tokenizers, tmp_path):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--bogus-flag"], "unknown argument --bogus-flag"),
+        (["--bogus-flag"], "unknown flag --bogus-flag"),
         (["--format=text", "--source-field=lang"], "--source-field needs jsonl or parquet"),
         (["--sample-documents=-1"], "--sample-documents must be 0 or more"),
         (["--format=xml"], "unknown --format"),
