@@ -74,14 +74,17 @@ def bench_encode(tok: bpe.Tokenizer, docs: list[str], warm_up: list[str]) -> lis
     enc = tok.to_tiktoken()
     hf = tokenizers.Tokenizer.from_file(tok.save(os.path.join(CACHE_DIR, "encode-bench")))
     accelerated = engine_tokenizer(tok, None)
+    arrays = engine_tokenizer(tok, None)  # its own gigatoken cache: not warmed on ``docs`` by the run before
     required = engine_tokenizer(tok, "tiktoken,python")
     warm = bpe.Tokenizer.from_json(tok.to_json()).reference
     for doc in warm_up:  # every encoder with a cache gets the same start
-        for encoder in (warm, accelerated, required):
+        for encoder in (warm, accelerated, arrays, required):
             encoder.encode(doc)
     runs = [
         ("tiktoken encode_ordinary (1 thread)", lambda: [enc.encode_ordinary(d) for d in docs]),
         (f"beam-bpe Tokenizer.encode [{accelerated.engine.name}]", lambda: [accelerated.encode(d) for d in docs]),
+        (f"beam-bpe engine.encode_array, the encode DoFn's call [{accelerated.engine.name}]",
+         lambda: [arrays.engine.encode_array(d) for d in docs]),
         (f"beam-bpe Tokenizer.encode, required deps only [{required.engine.name}]", lambda: [required.encode(d) for d in docs]),
         ("beam-bpe reference (pure Python, warm cache)", lambda: [warm.encode(d) for d in docs]),
         ("HF tokenizers encode (1 call per doc)", lambda: [hf.encode(d, add_special_tokens=False).ids for d in docs]),
@@ -95,7 +98,7 @@ def bench_encode(tok: bpe.Tokenizer, docs: list[str], warm_up: list[str]) -> lis
         rows.append((f"{name} ({tiktoken_seconds / seconds:.2f}x tiktoken)", mb / seconds))
         outputs.append(ids)
     for (name, _), ids in zip(runs[1:], outputs[1:]):
-        mismatches = sum(a != b for a, b in zip(outputs[0], ids))
+        mismatches = sum(a != list(b) for a, b in zip(outputs[0], ids))
         rows.append((f"documents of {len(docs)} where {name.split(' (')[0]} differs from tiktoken: {mismatches}", float("nan")))
     for label, t in [("accelerated", accelerated), ("required deps only", required)]:
         rows.append((f"engine, {label}: {t.engine.reason}; documents not taken by its first engine: {t.engine.fallbacks}", float("nan")))
