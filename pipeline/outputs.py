@@ -13,7 +13,7 @@ One contract for the drivers (``train``, ``encode``, and those that follow):
   object store an object appears whole when it is closed.
 * **Ownership** (``claim``). Before a job writes anything it claims its
   output directory: the directory is new or empty, or holds our own
-  ``.beam-bpe-output.json`` from an earlier run of the same command; then it
+  ``.beam-bpe-output.json`` from a previous run of the same command; then it
   takes the directory's lock (``pipeline.output_lock``). A directory holding
   files we did not write, an output of another command, a path with glob
   characters (Beam's file systems match and delete by glob) and an output that
@@ -308,7 +308,7 @@ class StagedOutput:
         return exists(self.marker_path)
 
     def clear_leftovers(self) -> None:
-        """Removes what an earlier run that did not complete left in the directory.
+        """Removes what a previous run that did not complete left in the directory.
 
         Without the marker nothing in the directory is a finished result, so its
         result files go too (a rerun may write a different number of shards,

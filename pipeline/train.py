@@ -235,7 +235,7 @@ def _write_results(tokenizer: bpe.Tokenizer, output: str, stats: TrainStats, sta
 def run_count_job(args: argparse.Namespace, output: str, options) -> dict[tuple[str, str], int]:
     """Runs the counting job (phase 1) into ``output``; returns its counters ({} if the
     runner has none). ``args`` needs input, format, text_field, pattern, min_word_count."""
-    # Dead letters of an earlier run would be mistaken for ours, and Beam's temporary
+    # Dead letters of a previous run would be mistaken for ours, and Beam's temporary
     # directories of a job that was stopped are never removed by Beam.
     stale = outputs.dead_letter_files(output)
     if stale:
