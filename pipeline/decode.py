@@ -26,9 +26,8 @@ from typing import BinaryIO
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from bpe.presets import ENCODINGS
-from bpe.tokenizer import Tokenizer, TokenizerFileError
-from pipeline import outputs
+from bpe.tokenizer import Tokenizer
+from pipeline import outputs, tokenizer_flags
 from pipeline.errors import UserError
 from transforms.decode import decode_tokens
 from transforms.read import match_inputs
@@ -46,14 +45,7 @@ BEAM_OPTIONS = False  # not a Beam job: every argument is one of ours (see pipel
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--tokenizer", required=True,
-        help="tokenizer.json (ours or a Hugging Face byte-level BPE one), a directory holding it, or a tiktoken rank file",
-    )
-    parser.add_argument(
-        "--tokenizer-preset", default=None,
-        help=f"with a tiktoken rank file: the encoding's pattern and special tokens ({', '.join(ENCODINGS)})",
-    )
+    tokenizer_flags.add_arguments(parser)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--input", nargs="+", action="extend", metavar="GLOB",
                         help="token shard globs or paths (several, or repeated): print the documents")
@@ -74,9 +66,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         raise UserError("--strict goes with --stream")
     if args.skip_special and not args.stream:
         raise UserError("--skip-special goes with --stream")
-    if args.tokenizer_preset is not None and args.tokenizer_preset not in ENCODINGS:
-        raise UserError(f"unknown --tokenizer-preset {args.tokenizer_preset!r} (choose from {', '.join(ENCODINGS)})")
-    tokenizer = _load_tokenizer(args.tokenizer, args.tokenizer_preset)
+    tokenizer = tokenizer_flags.load(args)
     out = sys.stdout.buffer
     try:
         if args.stream:
@@ -87,14 +77,6 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         # The reader went away (`| head`): not an error; silence the final flush.
         os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
     return 0
-
-
-def _load_tokenizer(path: str, preset: str | None = None) -> Tokenizer:
-    """The tokenizer, or one line saying why it cannot be loaded."""
-    try:
-        return Tokenizer.load(path, preset=preset)
-    except TokenizerFileError as e:
-        raise UserError(str(e)) from None
 
 
 def decode_shards(tokenizer: Tokenizer, patterns: list[str], out: BinaryIO, only_id: str | None = None) -> int:

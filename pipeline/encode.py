@@ -32,9 +32,8 @@ import apache_beam as beam
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from bpe.presets import ENCODINGS
-from bpe.tokenizer import Tokenizer, TokenizerFileError
-from pipeline import outputs
+from bpe.tokenizer import Tokenizer
+from pipeline import outputs, tokenizer_flags
 from pipeline import pack
 from pipeline.errors import UserError
 from pipeline.runners import committed_counters, describe_runner, new_pipeline, pipeline_options, tokenizer_transport
@@ -51,14 +50,7 @@ RESULTS = (SHARD_GLOB, f"{outputs.DEAD_LETTERS_DIR}/{outputs.DEAD_LETTER_GLOB}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--tokenizer", required=True,
-        help="tokenizer.json (ours or a Hugging Face byte-level BPE one), a directory holding it, or a tiktoken rank file",
-    )
-    parser.add_argument(
-        "--tokenizer-preset", default=None,
-        help=f"with a tiktoken rank file: the encoding's pattern and special tokens ({', '.join(ENCODINGS)})",
-    )
+    tokenizer_flags.add_arguments(parser)
     parser.add_argument("--input", required=True, nargs="+", action="extend", metavar="GLOB",
                         help="input globs or paths (several, or repeated; a shell-expanded glob works too)")
     parser.add_argument(
@@ -141,13 +133,6 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
 # --- The calls into bpe and transforms.encode: loading, proving, encoding ----------
 
 
-def _load_tokenizer(path: str, transport: dict | None, preset: str | None = None) -> Tokenizer:
-    try:
-        return Tokenizer.load(path, transport, preset=preset)
-    except TokenizerFileError as e:
-        raise UserError(str(e)) from None
-
-
 def _eos_id(tokenizer: Tokenizer, eos_token: str | None) -> int:
     try:
         return eos_token_id(tokenizer, eos_token)
@@ -180,9 +165,7 @@ def _check_arguments(args: argparse.Namespace, output: outputs.StagedOutput) -> 
         raise UserError(f"--verify-fraction must be between 0 and 1, not {args.verify_fraction}")
     if args.eos_token is not None and not args.append_eos:
         raise UserError("--eos-token needs --append-eos")
-    if args.tokenizer_preset is not None and args.tokenizer_preset not in ENCODINGS:
-        raise UserError(f"unknown --tokenizer-preset {args.tokenizer_preset!r} (choose from {', '.join(ENCODINGS)})")
-    tokenizer = _load_tokenizer(args.tokenizer, args.transport, args.tokenizer_preset)
+    tokenizer = tokenizer_flags.load(args, args.transport)
     eos_id = _eos_id(tokenizer, args.eos_token) if args.append_eos else None
     if args.prepend_bos:
         try:

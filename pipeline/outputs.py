@@ -323,7 +323,7 @@ class StagedOutput:
             shown = ", ".join(path.rstrip("/").rsplit("/", 1)[-1] for path in leftovers[:5])
             more = f" and {len(leftovers) - 5} more" if len(leftovers) > 5 else ""
             print(
-                f"beam-bpe {self.command}: removing leftovers of an earlier run that did not complete from "
+                f"beam-bpe {self.command}: removing leftovers of a previous run that did not complete from "
                 f"{self.directory}: {shown}{more}",
                 file=sys.stderr,
             )

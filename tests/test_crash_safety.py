@@ -103,7 +103,7 @@ def test_sigkilled_encode_then_rerun_gives_one_complete_result(tokenizer, corpus
     result = run(encode_argv(tok_path, root, out, *IN_MEMORY, "--num-shards=2"))
     assert result.returncode == 0, result.stderr
     [notice] = [line for line in result.stderr.splitlines() if "leftovers" in line]
-    assert "removing leftovers of an earlier run that did not complete" in notice and ".staging" in notice
+    assert "removing leftovers of a previous run that did not complete" in notice and ".staging" in notice
     assert_exactly_the_corpus(out, tok, lines)
 
 

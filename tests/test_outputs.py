@@ -74,7 +74,7 @@ def test_leftovers_of_an_incomplete_run_are_removed(tmp_path, capsys):
     _stage(output, parts=1)
     output.clear_leftovers()
     assert os.listdir(tmp_path / "out") == []
-    assert "removing leftovers of an earlier run that did not complete" in capsys.readouterr().err
+    assert "removing leftovers of a previous run that did not complete" in capsys.readouterr().err
 
 
 def _write_dead_letters(directory, shards: dict[str, list[dict]]) -> None:
