@@ -61,6 +61,7 @@ STAGING_DIR = ".staging"  # hidden from pyarrow.dataset and from globs like part
 BEAM_TEMP_GLOB = "beam-temp-*"
 # Written first into every output directory: the proof that it is ours.
 OWNER_FILE = ".beam-bpe-output.json"
+WRITE_CHECK_PREFIX = ".beam-bpe-write-check-"
 # Beam's file systems treat these as glob syntax in the paths they match and delete.
 GLOB_CHARACTERS = "*?["
 # How many dead letters a summary or a --strict failure lists in full.
@@ -146,7 +147,8 @@ def check_writable(directory: str, flag: str = "--output") -> None:
     Raises:
       UserError: it exists and is not a directory, or it cannot be written.
     """
-    probe = FileSystems.join(directory, ".beam-bpe-write-check")
+    # One probe name per process: two jobs started on one directory must not delete each other's probe.
+    probe = FileSystems.join(directory, f"{WRITE_CHECK_PREFIX}{os.getpid()}-{os.urandom(4).hex()}")
     try:
         if is_local(directory):
             if os.path.exists(directory) and not os.path.isdir(directory):
@@ -193,10 +195,14 @@ def claim(directory: str, command: str, inputs: Sequence[str] = (), flag: str = 
         raise UserError(f"{flag} {directory} holds the input {inside[0]}; write the output to another directory "
                         "(beam-bpe replaces what it writes there)")
     check_writable(directory, flag)
+    if is_local(directory):
+        # Locked before the directory is read, so a second job started at the same moment is refused
+        # as "in use" instead of reading a half-claimed directory.
+        OutputLock(directory, command).acquire()
     owner = read_json(FileSystems.join(directory, OWNER_FILE))
     if owner is None:
         others = [p.rstrip("/").rsplit("/", 1)[-1] for p in matching(directory, ("*", ".*"))]
-        others = sorted(set(others) - {LOCK_FILE})
+        others = sorted(name for name in set(others) - {LOCK_FILE} if not name.startswith(WRITE_CHECK_PREFIX))
         if others:
             shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
             raise UserError(f"{flag} {directory} is not empty and was not written by beam-bpe ({shown}); "
@@ -204,8 +210,6 @@ def claim(directory: str, command: str, inputs: Sequence[str] = (), flag: str = 
     elif owner.get("command") != command:
         raise UserError(f"{flag} {directory} holds the output of beam-bpe {owner.get('command')}, not of "
                         f"{command}; choose another directory")
-    if is_local(directory):
-        OutputLock(directory, command).acquire()
     if owner is None:
         write_json(FileSystems.join(directory, OWNER_FILE), {"what": "beam-bpe output directory",
                                                              "command": command})
