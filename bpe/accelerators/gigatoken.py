@@ -11,7 +11,13 @@ Split regex string of the Hugging Face file. ``_SCHEME_REGEX`` gives, for each
 of our presets, the string that selects gigatoken's version of it; that the
 pieces are ours is what tests/test_accelerators.py shows. Custom patterns are
 refused. Its Unicode tables are older than ``regex``'s: a text holding one of
-the code points in ``GIGATOKEN_GAPS`` is declined (``bpe.accelerators.unicode_guard``).
+the code points in ``GIGATOKEN_GAPS`` is declined (``bpe.accelerators.unicode_guard``);
+for a rank file, also one in ``TIKTOKEN_GAPS``.
+
+A tiktoken rank file (``kind == "tiktoken"``) is loaded with gigatoken's own
+tiktoken loader instead, which merges by the rank of the concatenated bytes:
+tiktoken's rule, the file's own semantics, so again no rank proof is needed.
+Its pre-tokenizer is named by scheme (``_SCHEME_NAME``) rather than by regex.
 
 Input: the text's UTF-8 bytes (gigatoken also takes a ``str``, more slowly);
 the IDs come back as a numpy uint32 array. Loading from a repo id or a file
@@ -23,7 +29,7 @@ from __future__ import annotations
 
 from bpe.accelerators.pair_file import pair_rank_json
 from bpe.accelerators.proof import sample_mismatch, untested_version
-from bpe.accelerators.unicode_guard import GIGATOKEN_GAPS, CodePointGuard
+from bpe.accelerators.unicode_guard import GIGATOKEN_GAPS, TIKTOKEN_GAPS, CodePointGuard
 from bpe.pretokenize import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 
 NAME = "gigatoken"
@@ -39,6 +45,10 @@ _SCHEME_REGEX = {
     ),
     O200K_PATTERN: O200K_PATTERN,
 }
+
+
+# Our preset -> gigatoken's name for that scheme, for rank files.
+_SCHEME_NAME = {GPT2_PATTERN: "gpt2", CL100K_PATTERN: "gpt4", O200K_PATTERN: "o200k"}
 
 
 class GigatokenEngine:
@@ -69,6 +79,42 @@ class GigatokenEngine:
         return self._backend.encode(text.encode("utf-8"))
 
 
+class GigatokenRankEngine(GigatokenEngine):
+    """gigatoken's encoder for a tiktoken rank file. Pickles as the rank file's
+    text and its scheme, and loads them again where it is unpickled.
+
+    Args:
+      rank_file: the file's contents (base64 token, rank per line).
+      scheme: gigatoken's name of the pre-tokenizer (``_SCHEME_NAME``).
+    """
+
+    def __init__(self, rank_file: bytes, scheme: str):
+        import tempfile
+
+        from gigatoken.gigatoken_rs import BPETokenizer
+
+        self.rank_file, self.scheme = rank_file, scheme
+        # Its loader reads a path; no special tokens, so their strings stay ordinary text.
+        with tempfile.NamedTemporaryFile(suffix=".tiktoken") as f:
+            f.write(rank_file)
+            f.flush()
+            self._backend = BPETokenizer.from_tiktoken(f.name, scheme, {})
+        # The file's IDs are tiktoken's: declined too are the texts where tiktoken's
+        # Unicode tables differ from ours (and so, gigatoken's being ours, from gigatoken's).
+        self.guard = CodePointGuard(f"{GIGATOKEN_GAPS} {TIKTOKEN_GAPS}")
+
+    def __reduce__(self):
+        return GigatokenRankEngine, (self.rank_file, self.scheme)
+
+
+def _rank_file(tokenizer) -> bytes:
+    """The tokenizer's ordinary tokens as a tiktoken rank file (base64 token, rank per line)."""
+    import base64
+
+    lines = [base64.b64encode(tokenizer.token_bytes(i)) + b" %d" % i for i in tokenizer.ordinary_ids()]
+    return b"\n".join(lines) + b"\n"
+
+
 def build(tokenizer, proven: bool = False) -> tuple[GigatokenEngine | None, str]:
     """(gigatoken's engine for ``tokenizer``, why) or (None, why not). ``proven`` changes nothing: no proof is needed."""
     unusable = untested_version("gigatoken", TESTED_VERSIONS)
@@ -77,14 +123,21 @@ def build(tokenizer, proven: bool = False) -> tuple[GigatokenEngine | None, str]
     regex = _SCHEME_REGEX.get(tokenizer.pattern)
     if regex is None:
         return None, "gigatoken runs only its built-in pre-tokenizers, not a custom pattern"
-    data = pair_rank_json(tokenizer, regex)
-    if data is None:
-        return None, "two tokens have the same bytes; gigatoken's vocabulary cannot hold both"
+    if tokenizer.kind == "tiktoken":
+        make, semantics = (lambda: GigatokenRankEngine(_rank_file(tokenizer), _SCHEME_NAME[tokenizer.pattern]),
+                           "rank-of-bytes merges as the rank file's")
+    elif tokenizer.kind == "beam-bpe":
+        data = pair_rank_json(tokenizer, regex)
+        if data is None:
+            return None, "two tokens have the same bytes; gigatoken's vocabulary cannot hold both"
+        make, semantics = (lambda: GigatokenEngine(data)), "pair-rank merges as ours"
+    else:
+        return None, f"gigatoken is proven for beam-bpe tokenizers and tiktoken rank files, not {tokenizer.kind} files"
     try:
-        engine = GigatokenEngine(data)
+        engine = make()
     except Exception as e:  # whatever the native loader rejects means: not this engine
         return None, f"gigatoken rejected the vocabulary: {e}"
     mismatch = sample_mismatch(tokenizer, engine, NAME)
     if mismatch:
         return None, mismatch
-    return engine, "gigatoken: pair-rank merges as ours, its pre-tokenizer for the preset (tested)"
+    return engine, f"gigatoken: {semantics}, its pre-tokenizer for the preset (tested)"
