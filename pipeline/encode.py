@@ -32,6 +32,7 @@ import apache_beam as beam
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
+from bpe import proof_cache
 from bpe.tokenizer import Tokenizer
 from pipeline import outputs, tokenizer_flags
 from pipeline import pack
@@ -142,8 +143,9 @@ def _eos_id(tokenizer: Tokenizer, eos_token: str | None) -> int:
 
 def _encode_documents(args: argparse.Namespace, tokenizer: Tokenizer) -> beam.PTransform:
     """EncodeDocuments for the run. Which engine gives this tokenizer's IDs is proven
-    once, here (the proof is O(vocabulary)); workers check the proof's SHA-256."""
-    proof = tokenizer.prove()
+    once, here (the proof is O(vocabulary)), or taken from an earlier run's
+    (``bpe.proof_cache``); workers check the proof's SHA-256."""
+    proof = proof_cache.proven(tokenizer)
     print(f"beam-bpe encode: engine {proof.reason}", file=sys.stderr)
     return EncodeDocuments(
         args.tokenizer, proof, append_eos=args.append_eos, eos_token=args.eos_token,

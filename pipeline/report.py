@@ -22,6 +22,7 @@ import sys
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from bpe import proof_cache
 from bpe.tokenizer import Tokenizer, TokenizerFileError
 from pipeline import outputs
 from pipeline.errors import UserError
@@ -70,8 +71,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     tokenizer_paths = [outputs.absolute(path) for path in args.tokenizer]
     output = outputs.StagedOutput(args.output, RESULTS, marker=REPORT_FILE, command="report")
     tokenizers = _check_arguments(args, tokenizer_paths)
-    # Which engine gives each tokenizer's IDs is proven once, here (O(vocabulary)).
-    proofs = [tokenizer.prove() for tokenizer in tokenizers]
+    # Which engine gives each tokenizer's IDs is proven once, here (O(vocabulary)), or by an earlier run.
+    proofs = [proof_cache.proven(tokenizer) for tokenizer in tokenizers]
     staging = output.staging
     output.clear_leftovers()
 

@@ -72,3 +72,20 @@ def s3_bucket():
         # moto keeps its buckets per process, not per server: empty them for the next test.
         urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST")).close()
         server.stop()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _proof_cache_of_this_run(tmp_path_factory):
+    """Engine proofs (bpe.proof_cache) go to a directory of this test run, never the user's cache;
+    the CLI subprocesses the tests start inherit it."""
+    import os
+
+    from bpe.proof_cache import CACHE_VARIABLE
+
+    previous = os.environ.get(CACHE_VARIABLE)
+    os.environ[CACHE_VARIABLE] = str(tmp_path_factory.mktemp("beam-bpe-cache"))
+    yield
+    if previous is None:
+        os.environ.pop(CACHE_VARIABLE, None)
+    else:
+        os.environ[CACHE_VARIABLE] = previous
