@@ -134,7 +134,7 @@ class Progress:
             if display.source is None:  # run() returned while the job runs: ask its result
                 display.source = lambda: committed_counters(_fresh(result)) or None
             result.wait_until_finish()
-            display.finish(committed_counters(result))
+            display.finish(lambda: committed_counters(_fresh(result)))
         return result
 
 
@@ -204,11 +204,13 @@ class _Display:
                 counters = None
             self._draw(counters, self.progress.files and counters and counters.get(FILES_DONE), final=False)
 
-    def finish(self, counters: Counters) -> None:
-        """The last line: the job succeeded, so every file is done."""
+    def finish(self, final_counters: Callable[[], Counters]) -> None:
+        """The last line, from the job's final counters (read once the thread is
+        stopped, so no late answer replaces them): the job succeeded, so every
+        file is done."""
         self._stopped.set()
         self._thread.join(timeout=10)
-        self._draw(counters or None, self.progress.files, final=True)
+        self._draw(final_counters() or None, self.progress.files, final=True)
         with self._lock:
             if self._bar is not None:
                 self._bar.close()
