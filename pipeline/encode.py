@@ -34,7 +34,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from bpe import proof_cache
 from bpe.tokenizer import Tokenizer
-from pipeline import outputs, tokenizer_flags
+from pipeline import outputs, progress, tokenizer_flags
 from pipeline import pack
 from pipeline.errors import UserError
 from pipeline.runners import committed_counters, describe_runner, new_pipeline, pipeline_options, tokenizer_transport
@@ -92,6 +92,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "without stats.json is incomplete: rerunning removes its leftovers and starts over."
     )
     pack.add_encode_pack_arguments(parser)
+    progress.add_arguments(parser)
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
@@ -108,7 +109,10 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
 
     kept = (f"nothing of this run is in {args.output} yet (its leftovers in {output.staging} are removed by the "
             "next run): rerun the same command")
-    with stop_at_once("encode", kept), new_pipeline(options) as p:
+    shown = progress.Progress("encode", "encode", files=args.files, enabled=not args.no_progress,
+                              every=args.progress_every)
+    with stop_at_once("encode", kept):
+        p = new_pipeline(options)
         read = p | "Read" >> ReadDocuments(
             args.input, format=args.format, text_field=args.text_field, id_field=args.id_field or None
         )
@@ -117,9 +121,10 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
             output.staging, tokenizer.sha256, tokenizer.vocab_size, num_shards=args.num_shards, eos_token_id=eos_id
         )
         _ = read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(output.staging)
+        result = shown.run(p)
 
     stats = collect_stats(output.staging, tokenizer.sha256)
-    stats["verified_documents"] = committed_counters(p.result).get(metrics.key("encode", "verified_documents"), 0)
+    stats["verified_documents"] = committed_counters(result).get(metrics.key("encode", "verified_documents"), 0)
     output.publish(stats)
     print(
         f"beam-bpe encode: {stats['documents']} documents, {stats['tokens']} tokens "
@@ -167,6 +172,7 @@ def _check_arguments(args: argparse.Namespace, output: outputs.StagedOutput) -> 
         raise UserError(f"--verify-fraction must be between 0 and 1, not {args.verify_fraction}")
     if args.eos_token is not None and not args.append_eos:
         raise UserError("--eos-token needs --append-eos")
+    progress.check_arguments(args)
     tokenizer = tokenizer_flags.load(args, args.transport)
     eos_id = _eos_id(tokenizer, args.eos_token) if args.append_eos else None
     if args.prepend_bos:
@@ -179,6 +185,7 @@ def _check_arguments(args: argparse.Namespace, output: outputs.StagedOutput) -> 
     except FileNotFoundError as e:
         raise UserError(str(e)) from None
     outputs.claim(args.output, "encode", inputs=files)  # ours from here on; never the user's files
+    args.files = len(files)  # for the progress
     if output.is_complete() and not args.overwrite:
         # New shards could have a different count (part-*-of-N) and mix with old ones.
         raise UserError(

@@ -31,7 +31,7 @@ from typing import Sequence
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline import outputs
+from pipeline import outputs, progress
 from pipeline.errors import UserError
 from pipeline.runners import describe_runner, new_pipeline, pipeline_options
 from transforms.pack import PackSequences
@@ -56,6 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_packing_options(parser)
     parser.add_argument("--overwrite", action="store_true",
                         help="replace a complete result in --output (it stays whole until the new one is complete)")
+    progress.add_arguments(parser)
 
 
 def add_packing_options(parser: argparse.ArgumentParser) -> None:
@@ -92,16 +93,18 @@ def run(args: argparse.Namespace, beam_args: list[str], encoded: str | None = No
     metadata = {b"tokenizer_sha256": inputs.tokenizer_sha256.encode(), b"vocab_size": str(inputs.vocab_size).encode(),
                 b"seq_len": str(args.seq_len).encode(), b"targets": str(int(args.targets)).encode()}
 
-    with new_pipeline(options) as p:
-        packed = p | "Pack" >> transform
-        _ = packed.blocks | "WriteSequences" >> WriteSequences(
-            staging, args.format, inputs.vocab_size, metadata, loss_mask=transform.layout.has_padding
-        )
-        _ = (
-            packed.plans
-            | "PlanFile" >> beam.Map(lambda plans: (PLAN_FILE, plan_json(plans)))
-            | "WritePlan" >> WriteFiles(staging)
-        )
+    p = new_pipeline(options)
+    packed = p | "Pack" >> transform
+    _ = packed.blocks | "WriteSequences" >> WriteSequences(
+        staging, args.format, inputs.vocab_size, metadata, loss_mask=transform.layout.has_padding
+    )
+    _ = (
+        packed.plans
+        | "PlanFile" >> beam.Map(lambda plans: (PLAN_FILE, plan_json(plans)))
+        | "WritePlan" >> WriteFiles(staging)
+    )
+    progress.Progress("pack", "pack", fields=progress.PACKED, enabled=not args.no_progress,
+                      every=args.progress_every).run(p)
 
     stats = collect_stats(staging, args.format, inputs, _settings(args, transform))
     if encoded is not None:
@@ -153,6 +156,7 @@ def _check_arguments(args: argparse.Namespace, shards: list[str], output: output
         raise UserError("--drop-remainder needs split documents: with --no-split-documents every sequence is padded")
     if args.tokens_per_file < 1 or args.window_tokens < 1:
         raise UserError("--tokens-per-file and --window-tokens must be positive")
+    progress.check_arguments(args)
     try:
         inputs = describe_shards(shards)
         check_format(args.format, inputs.vocab_size)

@@ -24,7 +24,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from bpe import proof_cache
 from bpe.tokenizer import Tokenizer, TokenizerFileError
-from pipeline import outputs
+from pipeline import outputs, progress
 from pipeline.errors import UserError
 from pipeline.report_json import build_report
 from pipeline.report_page import render_page
@@ -62,6 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rare-below", type=int, default=10,
         help="list the tokens produced fewer than this many times (default 10)",
     )
+    progress.add_arguments(parser)
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
@@ -76,22 +77,24 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     staging = output.staging
     output.clear_leftovers()
 
-    with new_pipeline(options) as p:
-        read = p | "Read" >> ReadDocuments(
-            args.input, format=args.format, text_field=args.text_field, id_field=args.source_field
+    p = new_pipeline(options)
+    read = p | "Read" >> ReadDocuments(
+        args.input, format=args.format, text_field=args.text_field, id_field=args.source_field
+    )
+    measures = read.documents | "Measure" >> MeasureTokenizers(
+        tokenizer_paths, proofs=proofs, source_field=args.source_field,
+        sample_documents=args.sample_documents,
+    )
+    _ = (
+        measures
+        | "ToJson" >> beam.Map(lambda value: json.dumps(value, separators=(",", ":")))
+        | "WriteMeasures" >> beam.io.WriteToText(
+            FileSystems.join(staging, MEASURES), file_name_suffix=".json", num_shards=1, shard_name_template=""
         )
-        measures = read.documents | "Measure" >> MeasureTokenizers(
-            tokenizer_paths, proofs=proofs, source_field=args.source_field,
-            sample_documents=args.sample_documents,
-        )
-        _ = (
-            measures
-            | "ToJson" >> beam.Map(lambda value: json.dumps(value, separators=(",", ":")))
-            | "WriteMeasures" >> beam.io.WriteToText(
-                FileSystems.join(staging, MEASURES), file_name_suffix=".json", num_shards=1, shard_name_template=""
-            )
-        )
-        _ = read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(staging)
+    )
+    _ = read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(staging)
+    progress.Progress("report", "measure", files=args.files, enabled=not args.no_progress,
+                      every=args.progress_every).run(p)
 
     measures = read_measures(staging)
     dead_letters = len(outputs.read_dead_letters(staging))
@@ -122,6 +125,7 @@ def _check_arguments(args: argparse.Namespace, paths: list[str]) -> list[Tokeniz
         raise UserError(f"--rare-below must be 1 or more, not {args.rare_below}")
     if args.source_field is not None and args.format == "text":
         raise UserError("--source-field needs jsonl or parquet input (text lines have no fields)")
+    progress.check_arguments(args)
     tokenizers = []
     for path in paths:
         try:
@@ -133,6 +137,7 @@ def _check_arguments(args: argparse.Namespace, paths: list[str]) -> list[Tokeniz
     except FileNotFoundError as e:
         raise UserError(str(e)) from None
     outputs.claim(args.output, "report", inputs=files)
+    args.files = len(files)  # for the progress
     return tokenizers
 
 

@@ -210,10 +210,20 @@ def new_pipeline(options: PipelineOptions) -> beam.Pipeline:
 
 
 class _FnApiRunner(fn_runner.FnApiRunner):
-    """Beam's FnApiRunner, starting its worker processes with ``pipeline.worker``."""
+    """Beam's FnApiRunner, starting its worker processes with ``pipeline.worker``,
+    and telling ``live`` (when set: ``pipeline.progress.LiveCounters``) of every
+    worker a stage runs on, so that the counters of the running job can be read."""
 
     # Formed as Beam forms its own worker command, so it runs wherever Beam's would.
     WORKER_COMMAND = f"{sys.executable} -m pipeline.worker"
+
+    live = None
+
+    def _get_bundle_manager(self, bundle_context_manager):
+        if self.live is not None:
+            for handler in bundle_context_manager.worker_handlers:  # the stage's bundles run on these
+                self.live.watch(handler)
+        return super()._get_bundle_manager(bundle_context_manager)
 
     def run_via_runner_api(self, pipeline_proto, options):
         # multi_processing mode names Beam's worker module as the command of the

@@ -31,7 +31,7 @@ from apache_beam.io.filesystems import FileSystems
 import bpe
 from bpe.pretokenize import compile_pattern
 from bpe.trainer import MAX_TOKEN_ID
-from pipeline import outputs
+from pipeline import outputs, progress
 from pipeline.config import Setting, default_help, resolve
 from pipeline.errors import UserError
 from pipeline.resume import (
@@ -68,6 +68,7 @@ SETTINGS = {
     "word_counts": Setting("str"),
     "strict": Setting("bool", False),
     "no_progress": Setting("bool", False),
+    "progress_every": Setting("str", progress.DEFAULT_EVERY),  # seconds, as checkpoint_every
     "resume": Setting("bool", False),
     # Seconds, a number; "str" because config.Setting has no float kind.
     "checkpoint_every": Setting("str", "30"),
@@ -106,7 +107,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "beam_options = Beam flags); command-line flags win; repeatable")
     parser.add_argument("--strict", action="store_true", default=None,
                         help="fail (exit 2) if any input record could not be read")
-    parser.add_argument("--no-progress", action="store_true", default=None, help="no progress bar")
+    progress.add_arguments(parser, from_config=True)
     parser.add_argument("--resume", action="store_true", default=None,
                         help=f"continue an interrupted run in --output: skip a complete count phase "
                         f"({COUNT_MARKER_FILE}) and continue the merges from {CHECKPOINT_FILE}")
@@ -174,7 +175,7 @@ def _count_phase(args: argparse.Namespace, files: list[str], output: str, option
         marker.remove()
         stats.runner = describe_runner(options)
         count_started = time.monotonic()
-        counters = run_count_job(args, output, options)
+        counters = run_count_job(args, output, options, files=len(files))
         stats.seconds["count"] = round(time.monotonic() - count_started, 3)
         for name in ("documents", "bytes", "pieces", "unique_pieces"):
             setattr(stats, name, counters.get(metrics.key("count", name)))
@@ -232,9 +233,11 @@ def _write_results(tokenizer: bpe.Tokenizer, output: str, stats: TrainStats, sta
         outputs.print_dead_letters(outputs.read_dead_letters(output), output)
 
 
-def run_count_job(args: argparse.Namespace, output: str, options) -> dict[tuple[str, str], int]:
+def run_count_job(args: argparse.Namespace, output: str, options,
+                  files: int | None = None) -> dict[tuple[str, str], int]:
     """Runs the counting job (phase 1) into ``output``; returns its counters ({} if the
-    runner has none). ``args`` needs input, format, text_field, pattern, min_word_count."""
+    runner has none). ``args`` needs input, format, text_field, pattern, min_word_count,
+    no_progress and progress_every (seconds); ``files``: how many input files, for the progress."""
     # Dead letters of a previous run would be mistaken for ours, and Beam's temporary
     # directories of a job that was stopped are never removed by Beam.
     stale = outputs.dead_letter_files(output)
@@ -262,9 +265,9 @@ def run_count_job(args: argparse.Namespace, output: str, options) -> dict[tuple[
     read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(output)
     kept = (f"no counts are kept in {output} (the next run removes the leftovers): rerun the same command, "
             "with or without --resume, to count again")
+    shown = progress.Progress("train", "count", files=files, enabled=not args.no_progress, every=args.progress_every)
     with stop_at_once("train", kept):
-        result = pipeline.run()
-        result.wait_until_finish()
+        result = shown.run(pipeline)
     return committed_counters(result)
 
 
@@ -312,6 +315,7 @@ def _check_settings(args: argparse.Namespace) -> str:
         args.checkpoint_every = -1.0
     if not args.checkpoint_every >= 0:  # also NaN
         raise UserError("--checkpoint-every must be a number of seconds, at least 0")
+    progress.check_arguments(args)
     args.input = [outputs.absolute(pattern) for pattern in args.input]
     return outputs.absolute(args.output)
 

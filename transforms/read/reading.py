@@ -28,9 +28,17 @@ from transforms.read.records import (
 
 __all__ = ["ReadFn"]
 
+_FLUSH_BYTES = 1 << 20  # document bytes between two updates of the read counters
+
 
 class ReadFn(beam.DoFn):
-    """Reads one task into documents and dead letters (tagged ``dead_letters``)."""
+    """Reads one task into documents and dead letters (tagged ``dead_letters``).
+
+    Counters: ``read.documents`` and ``read.bytes``; ``read.blank_lines``;
+    ``read.files_done``, the pieces read that end a file (a file read in one
+    piece is done with it; a split file's last piece may be read before the
+    others).
+    """
 
     def __init__(self, text_field: str, id_field: str | None):
         self._text_field = text_field
@@ -40,24 +48,32 @@ class ReadFn(beam.DoFn):
         self._documents = metrics.counter("read", "documents")
         self._bytes = metrics.counter("read", "bytes")
         self._blank_lines = metrics.counter("read", "blank_lines")
+        self._files_done = metrics.counter("read", "files_done")
 
     def process(self, task: ReadTask):
         if task.format == "parquet":
             outputs = self._read_parquet(task)
         else:
             outputs = self._read_lines(task)
-        # Counted locally and added once per task: a counter update per
-        # document would cost more than reading it.
+        # Counted locally and added every _FLUSH_BYTES: a counter update per
+        # document would cost more than reading it, and a progress line
+        # (pipeline.progress) sees a long piece advance.
         documents = size = 0
         try:
             for output in outputs:
                 if isinstance(output, Document):
                     documents += 1
                     size += len(output.data)
+                    if size >= _FLUSH_BYTES:
+                        self._documents.inc(documents)
+                        self._bytes.inc(size)
+                        documents = size = 0
                 yield output
         finally:
             self._documents.inc(documents)
             self._bytes.inc(size)
+        if task.part.stop is None:  # the piece that ends its file
+            self._files_done.inc()
 
     def _read_lines(self, task: ReadTask):
         lines = _lines(task.file, task.compression, task.part)
