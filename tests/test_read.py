@@ -315,7 +315,7 @@ def test_counters_add_up(corpus):
     counters = {}
     for counter in run.metrics().query(MetricsFilter().with_namespace(metrics.NAMESPACE))["counters"]:
         counters[counter.key.metric.name] = counters.get(counter.key.metric.name, 0) + counter.committed
-    expected = {"files": 3, "documents": 4, "bytes": 10, "dead_letters": 2, "blank_lines": 1}
+    expected = {"files": 3, "documents": 4, "bytes": 10, "dead_letters": 2, "blank_lines": 1, "files_done": 2}
     assert counters == {metrics.name("read", what): n for what, n in expected.items()}
 
 

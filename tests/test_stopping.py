@@ -99,7 +99,7 @@ def stop_while_running(argv, started, signum, whole_group=False):
 
 def encode_argv(tokenizer, corpus, out, *flags):
     return [*BEAM_BPE, "encode", "--tokenizer", tokenizer, "--input", str(corpus / "in-*.txt"), "--output", str(out),
-            *flags]
+            "--no-progress", *flags]
 
 
 @pytest.mark.parametrize("signum, whole_group", [(signal.SIGINT, False), (signal.SIGTERM, False),

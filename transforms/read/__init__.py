@@ -78,7 +78,7 @@ class ReadDocuments(beam.PTransform):
     ReadFiles. Each of MatchFiles, PlanReads and ReadFiles emits the dead
     letters of what fails there. Counters (``transforms.metrics``):
     ``read.files``, ``read.documents``, ``read.bytes``, ``read.dead_letters``,
-    ``read.blank_lines``.
+    ``read.blank_lines``, ``read.files_done`` (the reads that end a file).
 
     Args:
       patterns: globs, paths or URLs (see ``transforms.read.matching``; a
