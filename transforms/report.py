@@ -211,14 +211,16 @@ class MeasureTokenizers(beam.PTransform):
         given this field as the id field); None: their input file.
       sample_documents: how many documents the sample holds (the first
         ``report_figures.SAMPLE_BYTES`` of each).
-      batch_size: documents measured per call.
+      batch_bytes: about how many document bytes are measured per call: the
+        measures hold several arrays per byte, and batches that stay in the
+        processor's caches are measured fastest.
     """
 
     tokenizer_paths: Sequence[str]
     proofs: Sequence[EngineProof] = ()
     source_field: str | None = None
     sample_documents: int = 200
-    batch_size: int = 256
+    batch_bytes: int = 1 << 18
 
     def __post_init__(self):
         super().__init__()
@@ -234,7 +236,8 @@ class MeasureTokenizers(beam.PTransform):
         merged = (
             documents
             | "Batch" >> beam.BatchElements(
-                min_batch_size=self.batch_size, max_batch_size=self.batch_size, record_metrics=False
+                min_batch_size=self.batch_bytes, max_batch_size=self.batch_bytes,
+                element_size_fn=lambda doc: len(doc.data) + 1, record_metrics=False,
             )
             | "Measure" >> beam.ParDo(_MeasureBatchFn(tokenizers, self.source_field, self.sample_documents))
             | "Merge" >> beam.CombineGlobally(_MergeFiguresFn(self._vocab_sizes, self.sample_documents))
