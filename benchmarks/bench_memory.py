@@ -396,8 +396,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-hf", action="store_true")
     parser.add_argument("--document-mb", type=float, nargs="+", default=[20, 41])
     # Child mode (internal): one measurement, printed as a JSON line.
-    parser.add_argument("--child", choices=["encode", "count", "train", "document", "prepare-tokenizer", "prepare-table",
-                                            "prepare-document"], help=argparse.SUPPRESS)
+    children = ["encode", "count", "train", "document", "prepare-tokenizer", "prepare-table", "prepare-document"]
+    parser.add_argument("--child", choices=children, help=argparse.SUPPRESS)
     parser.add_argument("--vocab", type=int, default=8192, help=argparse.SUPPRESS)
     parser.add_argument("--mb", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--cache-size", type=int, help=argparse.SUPPRESS)

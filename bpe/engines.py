@@ -271,7 +271,7 @@ class AcceleratedEngine:
 
     @property
     def fallbacks(self) -> int:
-        """Documents this chain encoded with another engine than the accelerator."""
+        """Texts (documents, or chunks of a huge one) this chain encoded with another engine than the accelerator."""
         return self.declined + self.next.fallbacks
 
     def encode(self, data: str | bytes) -> list[int]:

@@ -155,7 +155,7 @@ class _ToTableFn(beam.DoFn):
         self._tokens = metrics.counter("shards", "tokens")
 
     def process(self, rows: list[TokenRow]) -> Iterable[pa.Table]:
-        if not rows:  # a row bigger than a row group comes after an empty batch
+        if not rows:  # BatchElements emits an empty batch before a row bigger than a row group
             return
         table = rows_to_table(rows, self._schema)
         self._rows.inc(table.num_rows)
