@@ -293,8 +293,8 @@ def child_document(mb: float) -> dict:
                        "--direct_running_mode=in_memory", "--direct_num_workers=1"])
         if rc != 0:
             raise RuntimeError(f"beam-bpe encode exited {rc}")
-        tokens = pq.ParquetFile(os.path.join(out, "shards", "part-00000-of-00001.parquet")).metadata.row_group(0)
-        tokens = tokens.column(1).num_values
+        metadata = pq.ParquetFile(os.path.join(out, "shards", "part-00000-of-00001.parquet")).metadata
+        tokens = sum(metadata.row_group(i).column(1).num_values for i in range(metadata.num_row_groups))
     return {**measured(baseline, start), "tokens": tokens}
 
 
