@@ -3,6 +3,7 @@ fresh subprocess so that one measurement's peak never leaks into the next.
 
     python -m benchmarks.bench_memory                       # everything, default sizes
     python -m benchmarks.bench_memory --only encode --encode-mb 20 100 200
+    python -m benchmarks.bench_memory --only document --document-mb 20 41
 
 1. encoding random unique strings (nearly every piece is new, the worst case for
    the piece cache) with a tokenizer trained on real text: peak RSS at 20, 100
@@ -28,6 +29,12 @@ merges, min_frequency 1, one thread for HF (``RAYON_NUM_THREADS=1``: its
 per-thread buffers would otherwise count against it). Baselines: ours is
 measured after the table dict is built, HF's after the list of pieces is built,
 so neither input is counted.
+4. ``beam-bpe encode`` of one huge document (one Parquet row of real text
+   repeated, vocab 2000, the in-memory runner): the whole command's peak RSS at
+   each size, and its growth per input byte between the sizes, which should be
+   a small constant (the document, its IDs at the shard's width, and the
+   Parquet writer's buffers for one row). One row per run; the engines are
+   whatever ``BEAM_BPE_ENGINES`` allows.
 
 Peak RSS is ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` (KiB on Linux), the
 baseline is VmRSS from /proc/self/status just before the measured work.
@@ -255,6 +262,42 @@ def child_train(n: int, num_merges: int, side: str) -> dict:
     }
 
 
+def document_path(mb: float) -> str:
+    """One Parquet row of ``mb`` MB of real text (the start of the corpus, repeated), cached."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = os.path.join(CACHE_DIR, f"memory-document-{mb:g}mb.parquet")
+    if not os.path.exists(path):
+        size = int(mb * 1e6)
+        text = "".join(corpus_text(10_000_000)).encode("utf-8")
+        text = (text * (size // len(text) + 1))[:size].decode("utf-8", "ignore")
+        pq.write_table(pa.table({"text": [text], "id": ["huge"]}), path + ".tmp")
+        os.replace(path + ".tmp", path)
+    return path
+
+
+def child_document(mb: float) -> dict:
+    """Runs ``beam-bpe encode`` of the document in this process; its peak RSS."""
+    import tempfile
+
+    import pyarrow.parquet as pq
+
+    from pipeline import cli
+
+    baseline = rss_kib()
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as out:
+        rc = cli.main(["encode", "--tokenizer", tokenizer_path(2000), "--input", document_path(mb),
+                       "--output", os.path.join(out, "shards"),
+                       "--direct_running_mode=in_memory", "--direct_num_workers=1"])
+        if rc != 0:
+            raise RuntimeError(f"beam-bpe encode exited {rc}")
+        metadata = pq.ParquetFile(os.path.join(out, "shards", "part-00000-of-00001.parquet")).metadata
+        tokens = sum(metadata.row_group(i).column(1).num_values for i in range(metadata.num_row_groups))
+    return {**measured(baseline, start), "tokens": tokens}
+
+
 # -- the parent: one subprocess per measurement -----------------------------------
 
 
@@ -325,9 +368,25 @@ def run_train(sizes: list[int], num_merges: int, hf: bool) -> None:
             )
 
 
+def run_document(sizes: list[float]) -> None:
+    measure("prepare-tokenizer", "--vocab", "2000")
+    for mb in sizes:
+        measure("prepare-document", "--mb", str(mb))
+    print("\n## 4. beam-bpe encode of one huge document (one Parquet row, vocab 2000, in-memory runner)")
+    print(f"engines: {os.environ.get('BEAM_BPE_ENGINES') or 'all'}")
+    print("| document MB | tokens | peak RSS MiB | growth per input byte since the previous size | seconds |")
+    print("|---:|---:|---:|---:|---:|")
+    previous = None
+    for mb in sizes:
+        r = measure("document", "--mb", str(mb))
+        growth = "" if previous is None else f"{(r['peak_kib'] - previous[1]) * 1024 / ((mb - previous[0]) * 1e6):.1f}"
+        print(f"| {mb:g} | {r['tokens']} | {mib(r['peak_kib'])} | {growth} | {r['seconds']:.1f} |", flush=True)
+        previous = (mb, r["peak_kib"])
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=["encode", "count", "train"], action="append")
+    parser.add_argument("--only", choices=["encode", "count", "train", "document"], action="append")
     parser.add_argument("--encode-mb", type=float, nargs="+", default=[20, 100, 200])
     parser.add_argument("--count-mb", type=float, nargs="+", default=[20, 100, 200])
     parser.add_argument("--max-batch-pieces", type=int, default=500_000)
@@ -335,8 +394,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--train-n", type=int, nargs="+", default=[100_000, 500_000, 1_000_000])
     parser.add_argument("--merges", type=int, default=10_000)
     parser.add_argument("--no-hf", action="store_true")
+    parser.add_argument("--document-mb", type=float, nargs="+", default=[20, 41])
     # Child mode (internal): one measurement, printed as a JSON line.
-    parser.add_argument("--child", choices=["encode", "count", "train", "prepare-tokenizer", "prepare-table"], help=argparse.SUPPRESS)
+    children = ["encode", "count", "train", "document", "prepare-tokenizer", "prepare-table", "prepare-document"]
+    parser.add_argument("--child", choices=children, help=argparse.SUPPRESS)
+    parser.add_argument("--vocab", type=int, default=8192, help=argparse.SUPPRESS)
     parser.add_argument("--mb", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--cache-size", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--doc-bytes", type=int, default=DOC_BYTES, help=argparse.SUPPRESS)
@@ -345,7 +407,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     if args.child == "prepare-tokenizer":
-        print(json.dumps(tokenizer_path()))
+        print(json.dumps(tokenizer_path(args.vocab)))
+    elif args.child == "prepare-document":
+        print(json.dumps(document_path(args.mb)))
+    elif args.child == "document":
+        print(json.dumps(child_document(args.mb)))
     elif args.child == "prepare-table":
         print(json.dumps(table_path(args.n)))
     elif args.child == "encode":
@@ -355,7 +421,7 @@ def main(argv: list[str] | None = None) -> None:
     elif args.child == "train":
         print(json.dumps(child_train(args.n, args.merges, args.side)))
     else:
-        parts = args.only or ["encode", "count", "train"]
+        parts = args.only or ["encode", "count", "train", "document"]
         print(f"# beam-bpe memory benchmark ({sys.executable}, pid {os.getpid()})")
         if "encode" in parts:
             run_encode(args.encode_mb)
@@ -363,6 +429,8 @@ def main(argv: list[str] | None = None) -> None:
             run_count(args.count_mb, args.max_batch_pieces, args.single_doc_mb)
         if "train" in parts:
             run_train(args.train_n, args.merges, not args.no_hf)
+        if "document" in parts:
+            run_document(args.document_mb)
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ import os
 from array import array
 from typing import TYPE_CHECKING, Callable
 
+from bpe import chunking
 from bpe.accelerators.unicode_guard import TIKTOKEN_GAPS, CodePointGuard
 from bpe.decoder import vocabulary_bytes
 from bpe.pretokenize import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, to_text
@@ -157,7 +158,8 @@ class TiktokenEngine:
         None for a rank file, whose IDs are tiktoken's by definition.
 
     Attributes:
-      fallbacks: how many documents this object handed to the reference.
+      fallbacks: how many texts this object handed to the reference (a text
+        encoded in chunks, ``_in_chunks``, counts once per chunk handed on).
     """
 
     name = "tiktoken"
@@ -179,6 +181,8 @@ class TiktokenEngine:
         return self.proof.reason
 
     def encode(self, data: str | bytes) -> list[int]:
+        if len(data) > chunking.CHUNK_SIZE:
+            return self.encode_array(data).tolist()
         text = self._taken(data)
         if text is None:
             self.fallbacks += 1
@@ -186,6 +190,9 @@ class TiktokenEngine:
         return self.encoding.encode_ordinary(text)
 
     def encode_array(self, data: str | bytes) -> array:
+        return _in_chunks(self._encode_array, data)
+
+    def _encode_array(self, data: str | bytes) -> array:
         text = self._taken(data)
         if text is None:
             self.fallbacks += 1
@@ -203,6 +210,25 @@ class TiktokenEngine:
         if text is None or (self.guard is not None and self.guard.rejects(text)):
             return None
         return text
+
+
+def _in_chunks(encode_array: Callable[[str | bytes], array], data: str | bytes) -> array:
+    """``encode_array`` of a text, or of each of its chunks (``bpe.chunking``) with the IDs
+    appended to one array, when it is longer than ``chunking.CHUNK_SIZE``.
+
+    The chunks give the whole text's pieces for the preset patterns, the only
+    ones the engines that call this run (tiktoken's and the accelerators'), so
+    the IDs are the same; each chunk may go to another engine of the chain (a
+    chunk holding invalid UTF-8 to the reference), and only one chunk's
+    intermediate forms (its str, its UTF-8 bytes, its IDs) exist at a time.
+    """
+    if len(data) <= chunking.CHUNK_SIZE:
+        return encode_array(data)
+    ids = array("I")
+    for chunk in chunking.chunks(data):
+        part = encode_array(chunk)
+        ids += part if part.typecode == "I" else array("I", part)
+    return ids
 
 
 def _valid_text(data: str | bytes) -> str | None:
@@ -241,7 +267,8 @@ class AcceleratedEngine:
       proof: the proof that chose this chain.
 
     Attributes:
-      declined: valid texts the accelerator declined.
+      declined: valid texts the accelerator declined (per chunk of a text
+        encoded in chunks).
     """
 
     def __init__(self, name: str, accelerator, next: TiktokenEngine | PythonEngine, proof: EngineProof):
@@ -257,14 +284,19 @@ class AcceleratedEngine:
 
     @property
     def fallbacks(self) -> int:
-        """Documents this chain encoded with another engine than the accelerator."""
+        """Texts (documents, or chunks of a huge one) this chain encoded with another engine than the accelerator."""
         return self.declined + self.next.fallbacks
 
     def encode(self, data: str | bytes) -> list[int]:
+        if len(data) > chunking.CHUNK_SIZE:
+            return self.encode_array(data).tolist()
         ids = self._accelerated(data)
         return self.next.encode(data) if ids is None else ids.tolist()
 
     def encode_array(self, data: str | bytes) -> array:
+        return _in_chunks(self._encode_array, data)
+
+    def _encode_array(self, data: str | bytes) -> array:
         ids = self._accelerated(data)
         if ids is None:
             return self.next.encode_array(data)

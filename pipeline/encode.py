@@ -29,6 +29,7 @@ import argparse
 import sys
 
 import apache_beam as beam
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
@@ -228,12 +229,15 @@ def _token_count(parquet: pq.ParquetFile) -> int:
     column = metadata.schema.to_arrow_schema().get_field_index("tokens")
     total = 0
     for rg in range(metadata.num_row_groups):
+        if metadata.row_group(rg).num_rows == 0:
+            continue
         stats = metadata.row_group(rg).column(column).statistics
         # The leaf column's non-null values are exactly the tokens (lists are never null;
         # empty lists count as nulls at the leaf).
         if stats is None or not stats.has_null_count:
+            # Counted from the list lengths, never as Python ints (a shard may hold a huge document).
             return sum(
-                sum(len(tokens) for tokens in batch.column(0).to_pylist())
+                pc.sum(pc.list_value_length(batch.column(0))).as_py() or 0
                 for batch in parquet.iter_batches(columns=["tokens"])
             )
         total += stats.num_values

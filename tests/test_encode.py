@@ -82,7 +82,7 @@ def test_encode_documents_gives_tokenizer_ids(tokenizer_dir, texts, engine, appe
     docs = documents(texts)
     eos = [tok.special_tokens["<|endoftext|>"]] if append_eos else []
     expected = [
-        (d.doc_id if d.doc_id is not None else f"{d.file}:{d.record}", tuple(tok.reference.encode(d.data) + eos), len(d.data), "I")
+        (d.doc_id if d.doc_id is not None else f"{d.file}:{d.record}", tuple(tok.reference.encode(d.data) + eos), len(d.data), "H")
         for d in docs
     ]
     proofs = count_proofs(monkeypatch)

@@ -21,12 +21,14 @@ from array import array
 from typing import NamedTuple, Sequence
 
 import apache_beam as beam
+import numpy as np
 
 from bpe import engines
 from bpe.engines import EngineProof, ProofMismatch
 from bpe.tokenizer import Tokenizer
 from transforms import metrics
 from transforms.coders import SizedPickleCoder
+from transforms.shards import token_typecode
 
 
 class TokenRow(NamedTuple):
@@ -34,7 +36,8 @@ class TokenRow(NamedTuple):
 
     Attributes:
       id: the record's id field, or ``<file>:<record number>``.
-      tokens: the token IDs (EOS included when appended), an ``array("I")``.
+      tokens: the token IDs (BOS and EOS included when added), an ``array`` of
+        the shard column's width (``transforms.shards.token_typecode``).
       input_bytes: the size of the input document in bytes.
     """
 
@@ -118,6 +121,36 @@ def check_against_reference(engine, reference, doc, ids) -> None:
     )
 
 
+# Token IDs narrowed per slice of this many: no second full-size array beside the IDs.
+_NARROW_SLICE = 1 << 20
+
+
+def row_tokens(ids: array, bos: list[int], eos: list[int], typecode: str) -> array:
+    """``bos + ids + eos`` as an ``array(typecode)``, the width of the shard's tokens column.
+
+    Narrowing ``array("I")`` to ``"H"`` goes a slice at a time through numpy
+    (no Python int per token), checking every ID fits.
+
+    Raises:
+      ValueError: an ID does not fit ``typecode``.
+    """
+    if ids.typecode == typecode and not bos:
+        ids.extend(eos)
+        return ids
+    out = array(typecode, bos)
+    if ids.typecode == typecode:
+        out += ids
+    else:
+        view = np.frombuffer(ids, dtype=np.uint32)
+        for start in range(0, len(view), _NARROW_SLICE):
+            part = view[start: start + _NARROW_SLICE]
+            if part.max() > 0xFFFF:
+                raise ValueError(f"token ID {int(part.max())} does not fit uint16")
+            out.frombytes(memoryview(part.astype(np.uint16)).cast("B"))
+    out.extend(eos)
+    return out
+
+
 class _EncodeBatchFn(beam.DoFn):
     """Encodes a batch of Documents into TokenRows with the engine the proof names."""
 
@@ -152,6 +185,7 @@ class _EncodeBatchFn(beam.DoFn):
         self._eos = [eos_token_id(tokenizer, self._eos_token)] if self._append_eos else []
         self._bos = [bos_token_id(tokenizer)] if self._prepend_bos else []
         self._reference = tokenizer.reference
+        self._typecode = token_typecode(tokenizer.vocab_size)
         logging.info("beam-bpe encode: engine %s", self._engine.reason)
 
     def process(self, documents):
@@ -164,10 +198,7 @@ class _EncodeBatchFn(beam.DoFn):
             if verified(doc.file, doc.record, self._verify_fraction):
                 check_against_reference(engine, self._reference, doc, ids)
                 checked += 1
-            if bos:
-                ids = array("I", bos) + ids
-            if eos:
-                ids.extend(eos)
+            ids = row_tokens(ids, bos, eos, self._typecode)
             tokens += len(ids)
             input_bytes += len(data)
             row_id = doc.doc_id if doc.doc_id is not None else f"{doc.file}:{doc.record}"
@@ -183,7 +214,7 @@ class _EncodeBatchFn(beam.DoFn):
 
 @dataclasses.dataclass
 class EncodeDocuments(beam.PTransform):
-    """Encodes Documents into TokenRows (id, token IDs as ``array("I")``).
+    """Encodes Documents into TokenRows (id, token IDs as an ``array`` of the shards' width).
 
     Args:
       tokenizer_path: a tokenizer.json (ours or a Hugging Face byte-level BPE one),

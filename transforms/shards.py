@@ -51,6 +51,11 @@ def token_type(vocab_size: int) -> pa.DataType:
     return pa.uint16() if vocab_size <= 1 << 16 else pa.uint32()
 
 
+def token_typecode(vocab_size: int) -> str:
+    """The ``array`` typecode of ``token_type``: rows in it go into a shard without a copy."""
+    return "H" if vocab_size <= 1 << 16 else "I"
+
+
 def shard_schema(tokenizer_sha256: str, vocab_size: int, eos_token_id: int | None = None) -> pa.Schema:
     """The schema of a token shard, with the tokenizer in its key-value metadata."""
     metadata = {SHA256_KEY: tokenizer_sha256.encode("ascii"), VOCAB_SIZE_KEY: str(vocab_size).encode("ascii")}
@@ -92,23 +97,30 @@ def rows_to_table(rows: Sequence[TokenRow], schema: pa.Schema) -> pa.Table:
 
     The tokens column is assembled from flat C arrays (values and offsets) that
     become the Arrow buffers as they are, instead of ``pa.array`` on a list of
-    lists, which inspects every int as a Python object. Tokens that already are
-    an ``array("I")`` (tiktoken's) are copied in one go; the values are narrowed
-    to uint16 by Arrow, which checks the range.
+    lists, which inspects every int as a Python object. Tokens that are an
+    ``array`` of the column's width (``token_typecode``, as ``EncodeDocuments``
+    gives them) are copied in one go, and a single row's are not copied at all,
+    so a huge document's IDs exist once; other values are checked and narrowed
+    by Arrow.
     """
     value_type = schema.field("tokens").type.value_type
-    values = array("I")  # 4 bytes on every platform Arrow runs on
+    typecode = "H" if value_type == pa.uint16() else "I"  # token_typecode of the column
     offsets = array("i", [0])
     input_bytes = 0
     for _, tokens, size in rows:
         input_bytes += size
+        offsets.append(offsets[-1] + len(tokens))
+    if len(rows) == 1 and _is_array(rows[0][1], typecode):
+        values = rows[0][1]
+    else:
         try:
-            values += tokens if isinstance(tokens, array) and tokens.typecode == "I" else array("I", tokens)
+            values = _flat(rows, typecode)
         except (OverflowError, TypeError) as e:
             raise ValueError(f"token IDs do not fit {value_type}: {e}") from None
-        offsets.append(len(values))
-    flat = pa.Array.from_buffers(pa.uint32(), len(values), [None, pa.py_buffer(values)])
-    if value_type != pa.uint32():
+    flat = pa.Array.from_buffers(
+        pa.uint16() if values.typecode == "H" else pa.uint32(), len(values), [None, pa.py_buffer(values)]
+    )
+    if flat.type != value_type:
         try:
             flat = flat.cast(value_type)
         except pa.ArrowInvalid as e:
@@ -121,6 +133,21 @@ def rows_to_table(rows: Sequence[TokenRow], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays([ids, token_lists], schema=schema.with_metadata(metadata))
 
 
+def _is_array(tokens, typecode: str) -> bool:
+    return isinstance(tokens, array) and tokens.typecode == typecode
+
+
+def _flat(rows: Sequence[TokenRow], typecode: str) -> array:
+    """The rows' tokens end to end: in ``typecode`` when every row's are, else in
+    ``array("I")`` (4 bytes on every platform Arrow runs on), for Arrow to narrow."""
+    if not all(_is_array(tokens, typecode) for _, tokens, _ in rows):
+        typecode = "I"
+    values = array(typecode)
+    for _, tokens, _ in rows:
+        values += tokens if _is_array(tokens, typecode) else array(typecode, tokens)
+    return values
+
+
 class _ToTableFn(beam.DoFn):
     def __init__(self, schema: pa.Schema):
         self._schema = schema
@@ -128,6 +155,8 @@ class _ToTableFn(beam.DoFn):
         self._tokens = metrics.counter("shards", "tokens")
 
     def process(self, rows: list[TokenRow]) -> Iterable[pa.Table]:
+        if not rows:  # BatchElements emits an empty batch before a row bigger than a row group
+            return
         table = rows_to_table(rows, self._schema)
         self._rows.inc(table.num_rows)
         self._tokens.inc(sum(len(row[1]) for row in rows))
