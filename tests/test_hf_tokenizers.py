@@ -284,3 +284,60 @@ def test_beam_bpe_encode_with_bos_and_eos_gives_hugging_faces_ids(saved, tmp_pat
     assert run.returncode == 0, run.stderr.decode()
     rows = {r["id"]: r["tokens"] for shard in (tmp_path / "out3").glob("part-*.parquet") for r in pq.read_table(shard).to_pylist()}
     assert rows == {str(i): hf.encode(t, add_special_tokens=False).ids + [1] for i, t in enumerate(texts)}
+
+
+def test_bos_and_eos_shards_decode_byte_exact_with_and_without_skip_special(saved, tmp_path):
+    """A --prepend-bos --append-eos shard records both IDs; ``decode --input`` gives back the
+    exact documents, ``decode --stream`` keeps the BOS/EOS text unless --skip-special."""
+    import pathlib
+    import subprocess
+    import sys
+
+    import apache_beam as beam
+    import pyarrow.parquet as pq
+    from apache_beam.testing.test_pipeline import TestPipeline
+    from apache_beam.testing.util import assert_that, equal_to
+
+    from pipeline import cli
+    from tests.helpers import IN_MEMORY
+    from transforms.decode import DecodeShards
+    from transforms.shards import shard_bos_id, shard_eos_id
+
+    hf, ours = saved["TemplateProcessing BOS/EOS"]
+    bos, eos = (ours.special_tokens[s] for s in SPECIALS)
+    path = ours.save(str(tmp_path / "tok"))
+    # Documents that are empty, or begin / end with the BOS / EOS strings as ordinary text.
+    texts = [t for t in held_out() if t][:8] + ["", SPECIALS[0] + " starts like BOS", "ends like EOS " + SPECIALS[1]]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"{i:02}", "text": t}) + "\n" for i, t in enumerate(texts)), encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main(["encode", "--tokenizer", path, "--input", str(corpus), "--output", str(out), "--num-shards", "1",
+                     "--prepend-bos", "--append-eos", *IN_MEMORY]) == 0
+    shard = out / "part-00000-of-00001.parquet"
+    schema = pq.read_schema(shard)
+    assert (shard_bos_id(schema), shard_eos_id(schema)) == (bos, eos)
+    stats = json.loads((out / "stats.json").read_text())
+    assert (stats["bos_token_id"], stats["eos_token_id"]) == (bos, eos)
+    rows = sorted(pq.read_table(shard).to_pylist(), key=lambda r: r["id"])
+    hf.encode_special_tokens = True  # special-token strings in text are text, as in ours by default
+    try:
+        assert [r["tokens"] for r in rows] == [hf.encode(t).ids for t in texts]
+    finally:
+        hf.encode_special_tokens = False
+
+    repo = pathlib.Path(__file__).resolve().parent.parent
+    decode = [sys.executable, "-m", "pipeline.cli", "decode", "--tokenizer", path]
+    documents = b"".join(t.encode("utf-8") for t in texts)
+    run = subprocess.run([*decode, "--input", str(shard)], capture_output=True, cwd=repo)
+    assert run.returncode == 0 and run.stdout == documents, run.stderr.decode()
+    stream = " ".join(str(i) for r in rows for i in r["tokens"]).encode()
+    run = subprocess.run([*decode, "--stream"], input=stream, capture_output=True, cwd=repo)
+    assert run.stdout == "".join(SPECIALS[0] + t + SPECIALS[1] for t in texts).encode("utf-8"), run.stderr.decode()
+    assert run.stdout.decode() == hf.decode([i for r in rows for i in r["tokens"]], skip_special_tokens=False)
+    run = subprocess.run([*decode, "--stream", "--skip-special"], input=stream, capture_output=True, cwd=repo)
+    assert run.returncode == 0 and run.stdout == documents, run.stderr.decode()
+
+    with TestPipeline() as p:
+        decoded = (p | beam.Create([(r["id"], r["tokens"]) for r in rows])
+                   | DecodeShards(path, strip_eos_token=SPECIALS[1], strip_bos_token=SPECIALS[0]))
+        assert_that(decoded, equal_to([(f"{i:02}", t.encode("utf-8")) for i, t in enumerate(texts)]))
