@@ -340,10 +340,53 @@ def _chain(tokenizer: Tokenizer, proof: EngineProof, accelerator, tiktoken: Tikt
     engine: Engine = reference
     if tiktoken is not None:
         tiktoken.proof = proof
-        engine = tiktoken
+        engine = tiktoken if tokenizer.normalizer is None else NormalizingEngine(tiktoken)
     if accelerator is not None:
         engine = AcceleratedEngine(proof.engine, accelerator, engine, proof)
     return engine
+
+
+class NormalizingEngine:
+    """An engine that does not normalize, given the text in NFC (``bpe.hf_normalizer``) for a
+    tokenizer whose file normalizes; bytes that are not UTF-8 go to it as they are (its
+    reference normalizes them itself).
+
+    Args:
+      engine: tiktoken's engine for the tokenizer.
+    """
+
+    def __init__(self, engine: TiktokenEngine):
+        self.engine = engine
+        self.name = engine.name
+
+    @property
+    def proof(self) -> EngineProof:
+        return self.engine.proof
+
+    @property
+    def reason(self) -> str:
+        return self.engine.reason
+
+    @property
+    def fallbacks(self) -> int:
+        return self.engine.fallbacks
+
+    def encode(self, data: str | bytes) -> list[int]:
+        return self.engine.encode(_nfc(data))
+
+    def encode_array(self, data: str | bytes) -> array:
+        return self.engine.encode_array(_nfc(data))
+
+
+def _nfc(data: str | bytes) -> str | bytes:
+    from bpe.hf_normalizer import nfc
+
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return data
+    return nfc(data)
 
 
 def from_proof(tokenizer: Tokenizer, proof: EngineProof) -> Engine:
@@ -422,7 +465,7 @@ def _tiktoken(tokenizer: Tokenizer, proven: bool) -> tuple[TiktokenEngine | None
     reference = PythonEngine(*tokenizer.reference_parts())
     engine = TiktokenEngine(encoding, reference, EngineProof(tokenizer.sha256, "tiktoken"))
     ours = reference.encode(VERIFICATION_SAMPLE)
-    theirs = engine.encode_array(VERIFICATION_SAMPLE).tolist()
+    theirs = engine.encode_array(tokenizer.normalize(VERIFICATION_SAMPLE)).tolist()
     if ours != theirs:
         first = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
         return None, f"tiktoken differs from the reference on the verification sample at token {first}"
