@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from types import MappingProxyType
 from typing import Callable, Iterable, Mapping, Sequence
 
 from bpe import engines, tiktoken_file, tokenizer_file
@@ -287,6 +288,10 @@ class Tokenizer:
     def ordinary_ids(self) -> list[int]:
         """The IDs of the vocabulary's ordinary tokens (neither special nor added), ascending."""
         return sorted(self._token_bytes)
+
+    def ordinary_tokens(self) -> Mapping[int, bytes]:
+        """ID -> bytes of the vocabulary's ordinary tokens (a read-only view)."""
+        return MappingProxyType(self._token_bytes)
 
     @property
     def piece_encoder(self) -> PieceEncoder:

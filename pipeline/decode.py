@@ -5,7 +5,8 @@
     model | beam-bpe decode --tokenizer cl100k_base.tiktoken --tokenizer-preset cl100k_base --stream
 
 Shards: every document's exact bytes go to stdout, in shard order, with nothing
-added (an EOS token appended at encode time is removed). The shards' recorded
+added (the EOS and BOS tokens ``--append-eos`` / ``--prepend-bos`` added at encode
+time, which the shards' metadata records, are removed). The shards' recorded
 tokenizer SHA-256 must match the tokenizer given.
 
 Stream: whitespace-separated IDs are read from stdin as they arrive and text is

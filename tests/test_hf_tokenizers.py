@@ -192,7 +192,7 @@ def test_the_tiktoken_engine_where_proven_for_a_hugging_face_file(saved):
     texts = held_out()
     assert engine.name in ("tiktoken", "python")
     if engine.name == "python":
-        assert "tiktoken could build token" in engine.reason  # the proof names the difference
+        assert "do not encode to it by replaying the merges" in engine.reason  # the proof names the difference
     assert [engine.encode(t) for t in texts] == [hf.encode(t, add_special_tokens=False).ids for t in texts]
 
 
