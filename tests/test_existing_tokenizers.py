@@ -458,3 +458,18 @@ def test_r50k_gives_tiktokens_ids(preset):
     assert ours.engine.name == "tiktoken"
     assert [ours.engine.encode_array(t.encode("utf-8")).tolist() for t in texts] == expected
     assert [ours.reference.encode(t) for t in texts[-30:]] == expected[-30:]
+
+
+@needs_o200k
+def test_o200k_saved_as_tokenizer_json_gives_the_same_ids_in_hugging_face_and_ours(o200k, tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    _, ours, theirs = o200k
+    path = ours.save(str(tmp_path))
+    hf = tokenizers.Tokenizer.from_file(path)
+    hf.encode_special_tokens = True  # special-token strings in text are text, as in tiktoken's encode_ordinary
+    back = bpe.Tokenizer.load(path)
+    texts = o200k_texts()[-40:]
+    expected = theirs.encode_ordinary_batch(texts)
+    assert [hf.encode(t, add_special_tokens=False).ids for t in texts] == expected
+    assert back.encode_batch(texts) == expected
+    assert back.engine.name == "tiktoken"  # proven: its merges create tokens in ID (rank) order
