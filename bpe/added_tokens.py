@@ -22,6 +22,10 @@ def _finder(tokens: frozenset[str]) -> "regex.Pattern[str]":
 
 def split_out(text: str, tokens: Mapping[str, int]) -> Iterator[str | int]:
     """Yields the ordinary text between the tokens (str) and each token found (its ID)."""
+    if not tokens:
+        if text:
+            yield text
+        return
     start = 0
     for match in _finder(frozenset(tokens)).finditer(text):
         if match.start() > start:

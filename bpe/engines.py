@@ -387,10 +387,53 @@ def _chain(tokenizer: Tokenizer, proof: EngineProof, accelerator, tiktoken: Tikt
     engine: Engine = reference
     if tiktoken is not None:
         tiktoken.proof = proof
-        engine = tiktoken
+        engine = tiktoken if tokenizer.normalizer is None else NormalizingEngine(tiktoken)
     if accelerator is not None:
         engine = AcceleratedEngine(proof.engine, accelerator, engine, proof)
     return engine
+
+
+class NormalizingEngine:
+    """An engine that does not normalize, given the text in NFC (``bpe.hf_normalizer``) for a
+    tokenizer whose file normalizes; bytes that are not UTF-8 go to it as they are (its
+    reference normalizes them itself).
+
+    Args:
+      engine: tiktoken's engine for the tokenizer.
+    """
+
+    def __init__(self, engine: TiktokenEngine):
+        self.engine = engine
+        self.name = engine.name
+
+    @property
+    def proof(self) -> EngineProof:
+        return self.engine.proof
+
+    @property
+    def reason(self) -> str:
+        return self.engine.reason
+
+    @property
+    def fallbacks(self) -> int:
+        return self.engine.fallbacks
+
+    def encode(self, data: str | bytes) -> list[int]:
+        return self.engine.encode(_nfc(data))
+
+    def encode_array(self, data: str | bytes) -> array:
+        return self.engine.encode_array(_nfc(data))
+
+
+def _nfc(data: str | bytes) -> str | bytes:
+    from bpe.hf_normalizer import nfc
+
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return data
+    return nfc(data)
 
 
 def from_proof(tokenizer: Tokenizer, proof: EngineProof) -> Engine:
@@ -448,8 +491,8 @@ def _tiktoken(tokenizer: Tokenizer, proven: bool) -> tuple[TiktokenEngine | None
         view, why = _hf_as_ours(tokenizer)
         if view is None:
             return None, why
-        encoder = tokenizer.piece_encoder
-        ranks = {tokenizer.token_bytes(i): i for i in (*encoder.byte_ids, *encoder.merged)}
+        encoder, spelled = tokenizer.piece_encoder, tokenizer.ordinary_tokens()
+        ranks = {spelled[i]: i for i in (*encoder.byte_ids, *encoder.merged)}
     special_tokens = tokenizer.special_tokens or {_UNUSED_SPECIAL: tokenizer.vocab_size}
     try:
         if ranks is None:
@@ -471,15 +514,15 @@ def _tiktoken(tokenizer: Tokenizer, proven: bool) -> tuple[TiktokenEngine | None
     guard = None if tokenizer.kind == "tiktoken" else CodePointGuard(TIKTOKEN_GAPS)
     engine = TiktokenEngine(encoding, reference, EngineProof(tokenizer.sha256, "tiktoken"), guard)
     ours = reference.encode(VERIFICATION_SAMPLE)
-    theirs = engine.encode_array(VERIFICATION_SAMPLE).tolist()
+    theirs = engine.encode_array(tokenizer.normalize(VERIFICATION_SAMPLE)).tolist()
     if ours != theirs:
         first = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
         return None, f"tiktoken differs from the reference on the verification sample at token {first}"
     return engine, ""
 
 
-def _hf_as_ours(tokenizer: Tokenizer) -> tuple[Tokenizer | None, str]:
-    """A Hugging Face tokenizer renumbered into our contract, when tiktoken's rule with
+def _hf_as_ours(tokenizer: Tokenizer) -> tuple[_Renumbered | None, str]:
+    """A Hugging Face tokenizer's merges renumbered into our contract, when tiktoken's rule with
     the file's IDs as ranks is the same as ours with our IDs; else (None, why not).
 
     That holds when merges create tokens in increasing ID order (so the lowest
@@ -488,7 +531,6 @@ def _hf_as_ours(tokenizer: Tokenizer) -> tuple[Tokenizer | None, str]:
     token is matched in text (tiktoken's ordinary encoder matches none). Then
     ``_rank_mismatch`` of the renumbered tokenizer decides.
     """
-    from bpe.tokenizer import Tokenizer  # the tokenizer module imports this one
 
     encoder = tokenizer.piece_encoder
     merged = encoder.merged
@@ -502,7 +544,15 @@ def _hf_as_ours(tokenizer: Tokenizer) -> tuple[Tokenizer | None, str]:
         return None, f"Hugging Face merge-rank semantics: token {unmade[0]} is made by no merge"
     ours_id = {token_id: b for b, token_id in enumerate(encoder.byte_ids)}
     ours_id.update((token_id, 256 + i) for i, token_id in enumerate(merged))
-    return Tokenizer([(ours_id[a], ours_id[b]) for a, b in encoder.merges], pattern=tokenizer.pattern), ""
+    return _Renumbered([(ours_id[a], ours_id[b]) for a, b in encoder.merges]), ""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Renumbered:
+    """Merges renumbered into our contract (byte b is ID b, merge i makes 256 + i): what
+    ``_rank_mismatch`` reads of a tokenizer."""
+
+    merges: list[tuple[int, int]]
 
 
 # Text that exercises every branch of the preset patterns and the places where
@@ -524,79 +574,119 @@ VERIFICATION_SAMPLE = "".join(
 )
 
 
-def _rank_mismatch(tokenizer: Tokenizer) -> str | None:
+def _rank_mismatch(tokenizer) -> str | None:
     """Why tiktoken could encode some text differently from our encoder, or None.
+
+    ``tokenizer``: anything with ``merges`` (ours, or ``_hf_as_ours``' renumbering).
 
     Both encoders return a piece that is a whole token as that token. Otherwise
     tiktoken repeatedly merges the adjacent pair whose *concatenated bytes* have
     the lowest rank (our ID), while ours replays the merge *pairs* in learned
     order. They can differ only where two adjacent tokens (a, b) spell a token T
     whose own merge is some other pair (a "foreign" pair): tiktoken joins them,
-    ours never does.
+    ours never does. The proof, with t(x) = the merge step that creates token x
+    (-1 for bytes):
 
-    Checks, with t(x) = the merge step that creates token x (-1 for bytes):
+    The cut fact. Put a piece ending in token a's bytes before one starting
+    with token b's, and let each replay on its own. Until a merge joins tokens
+    across the cut, the token ending at the cut is an element of a's right spine
+    (a, right(a), right(right(a)), ...) and the token starting there one of b's
+    left spine; spine elements x and y stand side by side during the steps after
+    both exist and before their parents. So the first merge across the cut is a
+    merge (x, y) of such elements at a step s inside that window:
+    t(x), t(y) < s < t(parent of x) and s <= t(parent of y) (a and b themselves
+    have no parent). When y's parent is made at step s itself, that is the same
+    merge (c, c) on a run c c c; merging left to right, x takes y first.
+    ``_crossings`` looks for such a merge for every merge (a, b) at once.
 
-    1. Token bytes are unique, and every token's bytes, replayed as one piece,
-       give that token (both encoders return whole-token pieces directly).
-    2. For every foreign pair (a, b) spelling token T,
-       a and b can never be adjacent in our encoder. Suppose they were, split at
-       byte k. Then the token ending at k-1 has always been an element of a's
-       right spine (a, right(a), right(right(a)), ...) and the token starting at
-       k one of b's left spine. Spine elements x and y are side by side during
-       the steps after both exist and before their parents: if merge (x, y)
-       is step r within that window, step r would have joined them across k,
-       and tokens are never split again, so the adjacency is impossible. (When
-       y's parent is made at step r itself, that is the same merge (c, c) on a
-       run c c c; merging left to right, x takes y first.) A foreign pair with no
-       such refuting (x, y) is a possible difference, and disqualifies tiktoken.
+    1. Token bytes are unique, and every token T = merge (a, b) at step r, replayed
+       as one piece, gives T (both encoders return whole-token pieces directly).
+       By induction in ID order: a and b replay to themselves, so the piece
+       becomes [a, b] and then [T] exactly when no merge joins across the cut
+       before step r; one that does leaves no boundary where a and b meet.
+    2. Then no foreign pair (a, b) of a token T is ever adjacent in our encoder.
+       The piece of T's bytes is a's then b's and replays to [T], not [a, b]
+       ((a, b) is no merge: its bytes are T's, which only T's merge makes), so a
+       merge joins across their cut: by the cut fact, one of their spines'
+       elements, inside the window. Wherever a and b would meet, that merge
+       joins across their cut first (tokens are never split again).
     """
     merges = tokenizer.merges
-    token_bytes = vocabulary_bytes(merges)
     rank: dict[bytes, int] = {}
-    for token_id, data in enumerate(token_bytes):
+    for token_id, data in enumerate(vocabulary_bytes(merges)):
         if data in rank:
             return f"tokens {rank[data]} and {token_id} have the same bytes"
         rank[data] = token_id
-    replay = tokenizer.piece_encoder.encode_bytes  # uncached: the merges replayed as such
-    for token_id in range(256, len(token_bytes)):
-        if replay(token_bytes[token_id]) != [token_id]:
-            return f"token {token_id}'s own bytes do not encode to it by replaying the merges"
-    merge_step = {pair: step for step, pair in enumerate(merges)}
+    if not merges:
+        return None
+    import numpy as np  # only for the proof: a vocabulary's worth of spine pairs at once
 
-    def created(token_id: int) -> float:
-        return token_id - 256 if token_id >= 256 else -1
-
-    def spine(token_id: int, side: int) -> list[int]:
-        chain = [token_id]
-        while token_id >= 256:
-            token_id = merges[token_id - 256][side]
-            chain.append(token_id)
-        return chain
-
-    def refuted(a: int, b: int) -> bool:
-        lefts, rights = spine(a, 1), spine(b, 0)
-        for j, x in enumerate(lefts):
-            x_until = created(lefts[j - 1]) if j else float("inf")
-            for i, y in enumerate(rights):
-                step = merge_step.get((x, y))
-                if step is None:
-                    continue
-                y_until = created(rights[i - 1]) if i else float("inf")
-                if max(created(x), created(y)) < step < x_until and step <= y_until:
-                    return True
-        return False
-
-    for token_id in range(256, len(token_bytes)):
-        data = token_bytes[token_id]
-        own = merges[token_id - 256]
-        for k in range(1, len(data)):
-            left = rank.get(data[:k])
-            if left is None:
-                continue
-            right = rank.get(data[k:])
-            if right is not None and (left, right) != own and not refuted(left, right):
-                return (
-                    f"tiktoken could build token {token_id} from ({left}, {right}), "
-                    f"which is not its merge {own}"
-                )
+    table = _MergeTable(merges)
+    crossed = _crossings(table, table.left, table.right, limit=np.arange(len(merges)))
+    if crossed.any():
+        token_id = 256 + int(np.flatnonzero(crossed)[0])
+        return (f"token {token_id}'s own bytes do not encode to it by replaying the merges "
+                f"(tiktoken gives the token itself)")
     return None
+
+
+class _MergeTable:
+    """The merges as arrays: each token's children and creation step, and a sorted
+    index from a pair (left * base + right) to the first step that merges it."""
+
+    def __init__(self, merges: list[tuple[int, int]]):
+        import numpy as np
+
+        pairs = np.array(merges, dtype=np.int64)
+        self.left, self.right = pairs[:, 0], pairs[:, 1]
+        count = len(merges)
+        self.base = 256 + count + 1
+        # For every ID: its children (-1 for bytes) and the step that creates it (-1 for bytes).
+        self.children = np.full((256 + count, 2), -1, dtype=np.int64)
+        self.children[256:] = pairs
+        self.created = np.arange(-256, count, dtype=np.int64)
+        self.created[:256] = -1
+        keys, first = np.unique(self.left * self.base + self.right, return_index=True)
+        self.keys, self.steps = keys, first.astype(np.int64)
+
+    def step_of(self, x, y):
+        """The step merging (x, y) for each pair of the arrays, or -1."""
+        import numpy as np
+
+        keys = x * self.base + y
+        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        return np.where(self.keys[at] == keys, self.steps[at], -1)
+
+    def spine(self, tokens, side: int):
+        """[(elements, until)] level by level down the ``side`` (0 left, 1 right) spine of
+        each token: -1 past its byte; ``until`` is the step that makes the element's parent."""
+        import numpy as np
+
+        levels = [(tokens, np.full(len(tokens), np.iinfo(np.int64).max))]
+        while True:
+            above = levels[-1][0]
+            below = np.where(above >= 256, self.children[np.maximum(above, 0), side], -1)
+            if not (below >= 0).any():
+                return levels
+            levels.append((below, np.where(below >= 0, self.created[np.maximum(above, 0)], -1)))
+
+
+def _crossings(table: _MergeTable, lefts, rights, limit):
+    """For each (a, b) = (lefts[i], rights[i]): whether a merge joins across the cut
+    between a's bytes and b's at a step below ``limit[i]`` (see ``_rank_mismatch``)."""
+    import numpy as np
+
+    crossed = np.zeros(len(lefts), dtype=bool)
+    created = table.created
+    right_spines = table.spine(rights, side=0)
+    for xs, x_until in table.spine(lefts, side=1):
+        for ys, y_until in right_spines:
+            at = np.flatnonzero((xs >= 0) & (ys >= 0) & ~crossed)
+            if not len(at):
+                continue
+            x, y = xs[at], ys[at]
+            step = table.step_of(x, y)
+            inside = ((step >= 0) & (np.maximum(created[x], created[y]) < step) & (step < x_until[at])
+                      & (step <= y_until[at]) & (step < limit[at]))
+            crossed[at[inside]] = True
+    return crossed

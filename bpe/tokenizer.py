@@ -9,8 +9,15 @@ Three kinds, one interface:
   semantics (``bpe.encoder.RankEncoder``); pattern and special tokens from a
   preset (``bpe.presets``) or the caller.
 - a Hugging Face byte-level BPE tokenizer.json (``"huggingface"``): the file's
-  IDs; HF's merge-rank semantics with ``ignore_merges``; its pre-tokenizer chain,
-  added tokens and the BOS/EOS its post-processor declares.
+  IDs; HF's merge-rank semantics with ``ignore_merges``; its NFC normalizer if
+  any, pre-tokenizer chain, added tokens and the BOS/EOS its post-processor
+  declares.
+
+Text goes through the steps in Hugging Face's order: added tokens (and allowed
+special tokens) not marked ``normalized`` are matched in the text as given; the
+rest is normalized (NFC, when the file says so); the tokens marked
+``normalized`` are matched in that; the pre-tokenizer splits what is left.
+Decoding gives the tokens' bytes: it does not undo the normalization.
 
 Files are read local or remote (see ``bpe.tokenizer_file``). ``encode`` runs
 through ``engine``, the fastest chain of engines proven to give the reference's
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from types import MappingProxyType
 from typing import Callable, Iterable, Mapping, Sequence
 
 from bpe import engines, tiktoken_file, tokenizer_file
@@ -29,6 +37,7 @@ from bpe.added_tokens import AddedTokenEncoder, split_out
 from bpe.decoder import Decoder, StreamDecoder, vocabulary_bytes
 from bpe.encoder import PieceEncoder, RankEncoder
 from bpe.engines import EngineProof
+from bpe.hf_normalizer import nfc
 from bpe.hf_pretokenizer import StepPreTokenizer
 from bpe.presets import ENCODINGS, encoding_preset
 from bpe.pretokenize import PreTokenizer, to_text
@@ -82,6 +91,8 @@ class Tokenizer:
         in any text, as HF does.
       bos_token, eos_token: the special tokens that begin and end a document where the
         tokenizer declares them (``eos_token`` of ours is the first special token).
+      normalizer: ``"NFC"`` when the tokenizer normalizes text to NFC (``bpe.hf_normalizer``)
+        before pre-tokenization, else None.
       vocab_size: the largest ID + 1 (IDs may have gaps: cl100k has no 100256).
     """
 
@@ -110,9 +121,13 @@ class Tokenizer:
 
     def _setup(self, kind: str, token_bytes: Mapping[int, bytes], special_tokens: Mapping[str, int],
                pre_tokenizer, encoder, merges: list[tuple[int, int]], added_tokens: Mapping[str, int] | None = None,
-               bos_token: str | None = None, eos_token: str | None = None, file_text: bytes | None = None) -> None:
+               bos_token: str | None = None, eos_token: str | None = None, file_text: bytes | None = None,
+               normalizer: str | None = None, normalized_tokens: frozenset[str] = frozenset()) -> None:
         """Sets every attribute; the one place a Tokenizer of any kind is put together."""
         self.kind = kind
+        self.normalizer = normalizer
+        self._normalize = nfc if normalizer == "NFC" else None
+        self._normalized_tokens = normalized_tokens  # matched after normalization (see the module)
         self.merges = merges
         self.pre_tokenizer = pre_tokenizer
         self.pattern = pre_tokenizer.pattern
@@ -169,19 +184,36 @@ class Tokenizer:
     def reference_parts(self) -> tuple[Callable[[str], list], object]:
         """(split, encoder) of the reference for ordinary text: ``encoder.encode_pieces(split(text), errors)``.
 
-        With added tokens, ``split`` gives their IDs (ints) among the pieces.
+        ``split`` normalizes and pre-tokenizes; with added tokens, it gives their
+        IDs (ints) among the pieces.
         """
-        if not self.added_tokens:
-            return self.pre_tokenizer.split, self._encoder
-        return (lambda text: self._split_out(text, self.added_tokens)), AddedTokenEncoder(self._encoder)
+        if self.added_tokens:
+            return (lambda text: self._split_out(text, self.added_tokens)), AddedTokenEncoder(self._encoder)
+        if self._normalize is not None:
+            normalize, split = self._normalize, self.pre_tokenizer.split
+            return (lambda text: split(normalize(text))), self._encoder
+        return self.pre_tokenizer.split, self._encoder
+
+    def normalize(self, text: str) -> str:
+        """The text as the pre-tokenizer sees it: NFC when the tokenizer normalizes, else as it is."""
+        return text if self._normalize is None else self._normalize(text)
 
     def _split_out(self, text: str, tokens: Mapping[str, int]) -> list[str | int]:
+        """Pieces of ordinary text and IDs of the ``tokens`` matched, in Hugging Face's
+        order (see the module): tokens not marked normalized in the text as given,
+        then the normalized ones in the normalized rest."""
+        as_given = {t: i for t, i in tokens.items() if t not in self._normalized_tokens}
+        normalized = {self.normalize(t): i for t, i in tokens.items() if t in self._normalized_tokens}
         pieces: list[str | int] = []
-        for part in split_out(text, tokens):
+        for part in split_out(text, as_given):
             if type(part) is int:
                 pieces.append(part)
-            else:
-                pieces += self.pre_tokenizer.split(part)
+                continue
+            for rest in split_out(self.normalize(part), normalized):
+                if type(rest) is int:
+                    pieces.append(rest)
+                else:
+                    pieces += self.pre_tokenizer.split(rest)
         return pieces
 
     def with_bos_eos(self, ids: list[int], bos: bool = False, eos: bool = False) -> list[int]:
@@ -256,6 +288,10 @@ class Tokenizer:
     def ordinary_ids(self) -> list[int]:
         """The IDs of the vocabulary's ordinary tokens (neither special nor added), ascending."""
         return sorted(self._token_bytes)
+
+    def ordinary_tokens(self) -> Mapping[int, bytes]:
+        """ID -> bytes of the vocabulary's ordinary tokens (a read-only view)."""
+        return MappingProxyType(self._token_bytes)
 
     @property
     def piece_encoder(self) -> PieceEncoder:
@@ -353,6 +389,8 @@ class Tokenizer:
                     bos_token=spec.bos_token,
                     eos_token=spec.eos_token,
                     file_text=data,
+                    normalizer=spec.normalizer,
+                    normalized_tokens=spec.normalized_tokens,
                 )
         except ValueError as e:
             raise TokenizerFileError(f"{source}: {e}") from None
@@ -412,10 +450,13 @@ class Tokenizer:
         same IDs only where ``engine`` proves it.
 
         Raises:
-          ValueError: the pre-tokenizer is not one regex (a Hugging Face chain).
+          ValueError: the pre-tokenizer is not one regex (a Hugging Face chain),
+            or the tokenizer normalizes text, which tiktoken does not.
         """
         import tiktoken  # only here: most uses of a tokenizer need none of it
 
+        if self.normalizer is not None:
+            raise ValueError(f"tiktoken does not normalize text; this tokenizer's file normalizes it ({self.normalizer})")
         if self.pattern is None:
             raise ValueError("tiktoken takes one pre-tokenizer regex; this tokenizer's pre-tokenizer is a chain of steps")
         return tiktoken.Encoding(

@@ -8,11 +8,12 @@ ByteLevel decoder and the special tokens as added tokens, so ``tokenizers`` and
 Any Hugging Face byte-level BPE file is read too (``TokenizerSpec``): Split
 (Isolated) and ByteLevel pre-tokenizers in a Sequence, ``add_prefix_space``,
 ``use_regex``, vocab and merges in both forms, added tokens special or not,
-``ignore_merges``, and the BOS/EOS of a TemplateProcessing, Roberta or Bert
-post-processor. Reading is parsing and validation only: a tokenizer file is
-data, never code. A field that would make Hugging Face give other IDs than ours
-(a normalizer, another model or pre-tokenizer, byte fallback, BPE dropout, ...)
-is refused with one line naming it, never ignored.
+``ignore_merges``, an NFC normalizer (alone or in a Sequence), and the BOS/EOS
+of a TemplateProcessing, Roberta or Bert post-processor. Reading is parsing and
+validation only: a tokenizer file is data, never code. A field that would make
+Hugging Face give other IDs than ours (another normalizer, another model or
+pre-tokenizer, byte fallback, BPE dropout, ...) is refused with one line naming
+it, never ignored.
 
 Paths are local files or directories, ``file://`` URLs, or any URL smart_open
 opens (``s3://``, ``gs://``, ...). Remote stores use their client libraries'
@@ -90,6 +91,10 @@ class TokenizerSpec:
       added_tokens: added tokens not marked special (matched in any text), text -> ID.
       bos_token, eos_token: the special tokens the post-processor puts around a
         single sequence, if it does.
+      normalizer: ``"NFC"`` when the file normalizes text to NFC, else None.
+      normalized_tokens: the added and special tokens marked ``normalized``:
+        matched in the normalized text, after the others are matched in the text
+        as given.
     """
 
     token_bytes: dict[int, bytes]
@@ -101,6 +106,8 @@ class TokenizerSpec:
     added_tokens: dict[str, int]
     bos_token: str | None = None
     eos_token: str | None = None
+    normalizer: str | None = None
+    normalized_tokens: frozenset[str] = frozenset()
 
     @property
     def pattern(self) -> str | None:
@@ -115,6 +122,7 @@ class TokenizerSpec:
         n = len(self.merges)
         return (
             self.pattern is not None
+            and self.normalizer is None
             and not self.ignore_merges
             and not self.added_tokens
             and self.bos_token is None
@@ -307,7 +315,7 @@ def parse(data: str | bytes, source: str = FILE_NAME) -> TokenizerSpec:
 
     Everything that could make Hugging Face ``tokenizers`` give other IDs than
     ours is refused, naming the field: other models (WordPiece, Unigram),
-    byte fallback, normalizers, pre-tokenizers other than Split and ByteLevel,
+    byte fallback, normalizers other than NFC, pre-tokenizers other than Split and ByteLevel,
     added tokens that strip or match whole words only, and so on.
     """
     try:
@@ -383,9 +391,10 @@ class _Validator:
         for key in spec:
             if key not in TOP_LEVEL_KEYS:
                 raise self.fail(f"unknown top-level key {key!r} (a tokenizer.json has only {', '.join(TOP_LEVEL_KEYS)})")
-        for key in ("truncation", "padding", "normalizer"):
+        for key in ("truncation", "padding"):
             if spec.get(key) is not None:
                 raise self.fail(f"{key} = {_show(spec[key])} is not supported (beam-bpe implements only null)")
+        normalizer = self.normalizer(spec.get("normalizer"))
         decoder = spec.get("decoder")
         if decoder is not None:
             self.only("decoder", decoder, {"type": ("ByteLevel",), "add_prefix_space": (), "trim_offsets": (), "use_regex": ()})
@@ -394,9 +403,26 @@ class _Validator:
         token_bytes, merges, merged_ids = self.model(model, added)
         special_tokens = {t["content"]: t["id"] for t in added if t["special"]}
         added_tokens = {t["content"]: t["id"] for t in added if not t["special"]}
+        normalized_tokens = frozenset(t["content"] for t in added if t["normalized"])
         bos, eos = self.post_processor(spec.get("post_processor"), special_tokens)
         return TokenizerSpec(token_bytes, merges, merged_ids, bool(model.get("ignore_merges")), steps,
-                             special_tokens, added_tokens, bos, eos)
+                             special_tokens, added_tokens, bos, eos, normalizer, normalized_tokens)
+
+    # -- the normalizer -------------------------------------------------------------
+
+    def normalizer(self, normalizer: Any, depth: int = 0) -> str | None:
+        """``"NFC"`` for NFC, alone or in Sequences of nothing else; None for no normalizer."""
+        if normalizer is None:
+            return None
+        kind = normalizer.get("type") if isinstance(normalizer, dict) else None
+        if kind == "Sequence" and depth < 8:
+            self.only("normalizer Sequence", normalizer, {"type": (), "normalizers": ()})
+            found = {self.normalizer(step, depth + 1) for step in normalizer["normalizers"]}
+            return "NFC" if "NFC" in found else None
+        if kind == "NFC":
+            self.only("normalizer NFC", normalizer, {"type": ()})
+            return "NFC"
+        raise self.fail(f"normalizer = {_show(normalizer)} is not supported (beam-bpe implements only null and NFC)")
 
     # -- the pre-tokenizer ----------------------------------------------------------
 
@@ -550,7 +576,10 @@ class _Validator:
         ids = [t["id"] for t in added_tokens]
         if len(set(ids)) != len(ids):
             raise self.fail("two added tokens have the same ID")
-        return [{**t, "special": bool(t.get("special", False))} for t in added_tokens]
+        # A file without the flags gets Hugging Face's defaults: special tokens are matched
+        # in the text as given, the others in the normalized text.
+        return [{**t, "special": bool(t.get("special", False)),
+                 "normalized": bool(t.get("normalized", not t.get("special", False)))} for t in added_tokens]
 
     # -- the post-processor ---------------------------------------------------------
 

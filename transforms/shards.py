@@ -4,7 +4,8 @@ Files are ``part-SSSSS-of-NNNNN.parquet`` with columns ``id`` (string) and
 ``tokens`` (list<uint16> when every ID fits, i.e. vocab_size <= 65536, else
 list<uint32>), zstd-compressed. The Parquet key-value metadata carries
 ``tokenizer_sha256`` (of the tokenizer.json bytes) and ``vocab_size``, so a
-reader can tell which tokenizer a shard needs without any side file, and
+reader can tell which tokenizer a shard needs without any side file,
+``eos_token_id`` / ``bos_token_id`` when every row ends / starts with one, and
 ``input_bytes``, the size of the input documents its rows came from.
 
 Writing goes through Beam's Parquet sink: every bundle writes a temporary file
@@ -36,6 +37,8 @@ VOCAB_SIZE_KEY = b"vocab_size"
 # Present when every row ends with an appended EOS token: its ID, so that
 # decoders can give back exactly the original document bytes.
 EOS_KEY = b"eos_token_id"
+# Present when every row starts with a prepended BOS token: its ID, likewise.
+BOS_KEY = b"bos_token_id"
 # In each shard's footer (Parquet key-value metadata, not the Arrow schema):
 # the total size in bytes of the input documents whose rows the shard holds.
 INPUT_BYTES_KEY = b"input_bytes"
@@ -56,11 +59,15 @@ def token_typecode(vocab_size: int) -> str:
     return "H" if vocab_size <= 1 << 16 else "I"
 
 
-def shard_schema(tokenizer_sha256: str, vocab_size: int, eos_token_id: int | None = None) -> pa.Schema:
-    """The schema of a token shard, with the tokenizer in its key-value metadata."""
+def shard_schema(tokenizer_sha256: str, vocab_size: int, eos_token_id: int | None = None,
+                 bos_token_id: int | None = None) -> pa.Schema:
+    """The schema of a token shard, with the tokenizer (and the EOS / BOS every row
+    carries) in its key-value metadata."""
     metadata = {SHA256_KEY: tokenizer_sha256.encode("ascii"), VOCAB_SIZE_KEY: str(vocab_size).encode("ascii")}
     if eos_token_id is not None:
         metadata[EOS_KEY] = str(eos_token_id).encode("ascii")
+    if bos_token_id is not None:
+        metadata[BOS_KEY] = str(bos_token_id).encode("ascii")
     return pa.schema([("id", pa.string()), ("tokens", pa.list_(token_type(vocab_size)))], metadata=metadata)
 
 
@@ -87,6 +94,12 @@ def shard_eos_id(schema: pa.Schema) -> int | None:
     """The EOS ID appended to every row of a shard, or None."""
     metadata = schema.metadata or {}
     return int(metadata[EOS_KEY]) if EOS_KEY in metadata else None
+
+
+def shard_bos_id(schema: pa.Schema) -> int | None:
+    """The BOS ID prepended to every row of a shard, or None."""
+    metadata = schema.metadata or {}
+    return int(metadata[BOS_KEY]) if BOS_KEY in metadata else None
 
 
 def rows_to_table(rows: Sequence[TokenRow], schema: pa.Schema) -> pa.Table:
@@ -177,6 +190,7 @@ class WriteTokenShards(beam.PTransform):
       vocab_size: the tokenizer's vocab size; picks uint16 or uint32 tokens.
       num_shards: how many files; 0 lets the runner decide.
       eos_token_id: the EOS ID appended to every row, if any (recorded in the metadata).
+      bos_token_id: the BOS ID prepended to every row, if any (recorded in the metadata).
       row_group_tokens: about how many tokens go into one row group.
 
     Returns the PCollection of the final shard file names.
@@ -187,13 +201,14 @@ class WriteTokenShards(beam.PTransform):
     vocab_size: int
     num_shards: int = 0
     eos_token_id: int | None = None
+    bos_token_id: int | None = None
     row_group_tokens: int = ROW_GROUP_TOKENS
 
     def __post_init__(self):
         super().__init__()
 
     def expand(self, rows):
-        schema = shard_schema(self.tokenizer_sha256, self.vocab_size, self.eos_token_id)
+        schema = shard_schema(self.tokenizer_sha256, self.vocab_size, self.eos_token_id, self.bos_token_id)
         return (
             rows
             | "GroupRows" >> beam.BatchElements(
