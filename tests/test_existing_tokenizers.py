@@ -391,7 +391,7 @@ def test_o200k_encode_and_the_engine_chain_give_tiktokens_ids(o200k):
     expected = theirs.encode_ordinary_batch(texts)
     assert [ours.encode(t) for t in texts] == expected
     assert ours.encode_batch([t.encode("utf-8") for t in texts]) == expected
-    assert ours.engine.name == "tiktoken"
+    assert ours.engine.name == FAST
     assert [ours.engine.encode_array(t).tolist() for t in texts] == expected
     reference = ours.reference
     for text, ids in list(zip(texts, expected))[-30:]:
@@ -420,7 +420,7 @@ def test_o200k_beam_bpe_encode_gives_tiktokens_ids(o200k, tmp_path):
          "--input", str(corpus), "--output", str(out), "--append-eos", "--verify-fraction", "1",
          "--direct_running_mode=in_memory", "--direct_num_workers=1"], capture_output=True, cwd=REPO)
     assert run.returncode == 0, run.stderr.decode()
-    assert "engine tiktoken" in run.stderr.decode()
+    assert f"engine {FAST}" in run.stderr.decode()
     rows = {r["id"]: r["tokens"] for shard in out.glob("part-*.parquet") for r in pq.read_table(shard).to_pylist()}
     assert rows == {str(i): theirs.encode_ordinary(t) + [199999] for i, t in enumerate(texts)}
     assert json.loads((out / "stats.json").read_text())["tokenizer_sha256"] == O200K_SHA256
@@ -459,7 +459,7 @@ def test_r50k_gives_tiktokens_ids(preset):
     texts = o200k_texts()
     expected = theirs.encode_ordinary_batch(texts)
     assert [ours.encode(t) for t in texts] == expected
-    assert ours.engine.name == "tiktoken"
+    assert ours.engine.name == FAST
     assert [ours.engine.encode_array(t.encode("utf-8")).tolist() for t in texts] == expected
     assert [ours.reference.encode(t) for t in texts[-30:]] == expected[-30:]
 
