@@ -311,10 +311,21 @@ class AcceleratedEngine:
 
     def _accelerated(self, data: str | bytes):
         """The accelerator's IDs, or None: the next engine's document."""
-        text = _valid_text(data)
-        if text is None:
-            return None
-        ids = self.accelerator.encode(text)
+        if isinstance(data, bytes) and hasattr(self.accelerator, "encode_utf8"):
+            # An accelerator that reads UTF-8 gets the bytes as they are; ASCII needs no decoding
+            # to be valid, and no guard holds an ASCII code point.
+            if data.isascii():
+                ids = self.accelerator.encode_utf8(data, None)
+            else:
+                text = _valid_text(data)
+                if text is None:
+                    return None
+                ids = self.accelerator.encode_utf8(data, text)
+        else:
+            text = _valid_text(data)
+            if text is None:
+                return None
+            ids = self.accelerator.encode(text)
         if ids is None:
             self.declined += 1
         return ids

@@ -228,3 +228,18 @@ def test_what_the_first_accelerator_declines_the_others_decline_too():
         return {c for first, last in parse_ranges(ranges) for c in range(first, last + 1)}
 
     assert points(GIGATOKEN_GAPS) <= points(PCRE2_GAPS)
+
+
+def test_bytes_go_to_an_accelerator_as_they_are_and_are_guarded_alike():
+    if not accelerators_on():
+        pytest.skip("the accelerators are switched off")
+    tok = fresh()
+    engine = tok.engine
+    assert hasattr(engine.accelerator, "encode_utf8")
+    for text in ["plain ASCII text, 123\n", "Ünïcödé façade 漢字 😀", *multilingual(1, start=3)]:
+        assert engine.encode_array(text.encode("utf-8")) == engine.encode_array(text)
+        assert engine.encode(text.encode("utf-8")) == tok.reference.encode(text)
+    assert engine.declined == 0
+    assert engine.encode(DECLINED.encode("utf-8")) == tok.reference.encode(DECLINED)
+    assert engine.declined == 1  # the guard holds for bytes too
+    assert engine.encode(b"caf\xc3\xa9 \xff") == tok.reference.encode(b"caf\xc3\xa9 \xff")  # invalid: down the chain

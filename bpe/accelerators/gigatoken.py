@@ -78,6 +78,12 @@ class GigatokenEngine:
         # surrogate raises here).
         return self._backend.encode(text.encode("utf-8"))
 
+    def encode_utf8(self, data: bytes, text: str | None):
+        """``encode`` of valid UTF-8 bytes; ``text`` is their decoding, None for ASCII."""
+        if text is not None and self.guard.rejects(text):
+            return None
+        return self._backend.encode(data)
+
 
 class GigatokenRankEngine(GigatokenEngine):
     """gigatoken's encoder for a tiktoken rank file. Pickles as the rank file's
