@@ -130,8 +130,18 @@ class PythonEngine:
         return self._encoder.encode_pieces(self._split(text), errors)
 
     def encode_array(self, data: str | bytes) -> array:
-        return array("I", self.encode(data))
+        # A slice of pieces at a time into the array: a huge document never has
+        # all its IDs as Python ints at once.
+        text, errors = to_text(data)
+        pieces = self._split(text)
+        ids = array("I")
+        for start in range(0, len(pieces), _PIECES_PER_STEP):
+            ids.extend(self._encoder.encode_pieces(pieces[start : start + _PIECES_PER_STEP], errors))
+        return ids
 
+
+# How many pieces the reference encodes into a document's array at a time.
+_PIECES_PER_STEP = 1 << 16
 
 # tiktoken's special token for tokenizers that have none (see TiktokenEngine).
 _UNUSED_SPECIAL = "<|beam-bpe: no special tokens|>"
