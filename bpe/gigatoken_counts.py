@@ -46,6 +46,7 @@ SEPARATOR = b"\xff"
 
 _NOTICES = re.compile(rb"Using \d+ threads for pretokenization\n|Pretokenization took [^\n]*\n")
 _STDERR_LOCK = threading.Lock()
+_capture = None  # the temporary file stderr points at during a call, one per process
 
 
 def unusable(pattern: str) -> str | None:
@@ -57,23 +58,27 @@ def unusable(pattern: str) -> str | None:
 
 def _without_notices(call, *args):
     """``call(*args)`` with gigatoken's own stderr lines dropped and any other output kept."""
+    global _capture
     with _STDERR_LOCK:
         try:
             saved = os.dup(2)
         except OSError:  # no stderr at all: nothing to keep clean
             return call(*args)
         sys.stderr.flush()
-        with tempfile.TemporaryFile() as capture:
-            os.dup2(capture.fileno(), 2)
-            try:
-                return call(*args)
-            finally:
-                os.dup2(saved, 2)
-                os.close(saved)
-                capture.seek(0)
-                rest = _NOTICES.sub(b"", capture.read())
-                if rest:
-                    os.write(2, rest)
+        if _capture is None:
+            _capture = tempfile.TemporaryFile()
+        os.dup2(_capture.fileno(), 2)
+        try:
+            return call(*args)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            _capture.seek(0)
+            rest = _NOTICES.sub(b"", _capture.read())
+            _capture.seek(0)
+            _capture.truncate()
+            if rest:
+                os.write(2, rest)
 
 
 class GigatokenCounts:

@@ -10,12 +10,13 @@ Engines (``engine="auto"`` takes the first that can run the pattern):
 
 * ``gigatoken`` (``bpe.gigatoken_counts``), for the gpt2 and hf-bytelevel
   patterns: counts in Rust, without a Python object per piece. Documents go in
-  groups of at most ``max_unique`` bytes (a group has at most as many pieces as
-  bytes, so its table fits the bound). A group it declines (invalid UTF-8, a
-  code point its Unicode tables lack) is halved until the documents it declines
-  are found; those are counted by regex. So are documents longer than
-  ``max_unique`` bytes, which regex counts piece by piece, and str documents
-  that are not valid UTF-8 (lone surrogates).
+  calls of at most ``call_bytes``; a table bigger than ``max_unique`` is handed
+  on in slices. While a call runs, its memory grows with its unique pieces,
+  which are at most its bytes. A call it declines (invalid UTF-8, a code point
+  its Unicode tables lack) is halved until the documents it declines are found;
+  those are counted by regex. So are documents longer than ``call_bytes``,
+  which regex counts piece by piece, and str documents that are not valid UTF-8
+  (lone surrogates).
 * ``regex``: ``PreTokenizer``'s split and a ``Counter``, for every pattern and
   every input; the reference the other engines are tested against.
 """
@@ -29,6 +30,10 @@ from typing import Iterable, Iterator
 from bpe.pretokenize import PreTokenizer, to_text
 
 ENGINES = ("auto", "gigatoken", "regex")
+# The most document bytes the fast engine counts in one call, unless told. Bigger
+# calls leave fewer partial tables to merge in Python; a call's table has at most
+# as many pieces as its bytes.
+CALL_BYTES = 16 << 20
 
 
 def choose_engine(pattern: str, engine: str = "auto") -> tuple[str, str]:
@@ -134,24 +139,27 @@ class PieceCounter:
             total.update(table)
         return dict(total)
 
-    def tables(self, documents: Iterable[bytes | str], max_unique: int) -> Iterator[dict[bytes, int]]:
+    def tables(
+        self, documents: Iterable[bytes | str], max_unique: int, call_bytes: int = CALL_BYTES
+    ) -> Iterator[dict[bytes, int]]:
         """Tables of {piece bytes: count}, each of at most ``max_unique`` pieces,
-        that sum to the count of ``documents``' pieces."""
-        if max_unique < 1:
-            raise ValueError(f"max_unique must be at least 1, not {max_unique}")
+        that sum to the count of ``documents``' pieces. The fast engine takes the
+        documents in calls of at most ``call_bytes``."""
+        if max_unique < 1 or call_bytes < 1:
+            raise ValueError(f"max_unique and call_bytes must be at least 1, not {max_unique}, {call_bytes}")
         slow = _RegexCounts(self.pre_tokenizer, max_unique)
         if self._fast is None:
             for data in documents:
                 self.regex_documents += 1
                 yield from slow.add(data)
         else:
-            yield from self._fast_tables(documents, max_unique, slow)
+            for counts in self._fast_tables(documents, call_bytes, slow):
+                yield from _slices(counts, max_unique)
         table = slow.flush()
         if table:
             yield table
 
-    def _fast_tables(self, documents, max_unique: int, slow: _RegexCounts) -> Iterator[dict[bytes, int]]:
-        table: dict[bytes, int] = {}
+    def _fast_tables(self, documents, call_bytes: int, slow: _RegexCounts) -> Iterator[dict[bytes, int]]:
         group: list[bytes] = []
         group_bytes = 0
         for data in documents:
@@ -162,34 +170,16 @@ class PieceCounter:
                     self.regex_documents += 1
                     yield from slow.add(data)
                     continue
-            if len(data) > max_unique:
+            if len(data) > call_bytes:
                 self.regex_documents += 1
                 yield from slow.add(data)
                 continue
-            if group_bytes + len(data) > max_unique:
-                table = yield from self._add_group(group, table, max_unique, slow)
+            if group_bytes + len(data) > call_bytes:
+                yield from self._group_counts(group, slow)
                 group, group_bytes = [], 0
             group.append(data)
             group_bytes += len(data)
-        table = yield from self._add_group(group, table, max_unique, slow)
-        if table:
-            yield table
-
-    def _add_group(self, group: list[bytes], table: dict[bytes, int], max_unique: int, slow: _RegexCounts):
-        """Counts ``group`` into ``table``; yields ``table`` and starts a new one
-        whenever adding a group's table would pass ``max_unique``. Returns the
-        table being filled."""
-        for counts in self._group_counts(group, slow):
-            if len(table) + len(counts) > max_unique:
-                yield table
-                table = {}
-            if not table:
-                table = counts
-                continue
-            get = table.get
-            for piece, count in counts.items():
-                table[piece] = get(piece, 0) + count
-        return table
+        yield from self._group_counts(group, slow)
 
     def _group_counts(self, group: list[bytes], slow: _RegexCounts) -> Iterator[dict[bytes, int]]:
         """The fast engine's tables for ``group``; documents it declines, found by
@@ -207,3 +197,16 @@ class PieceCounter:
             half = len(group) // 2
             yield from self._group_counts(group[:half], slow)
             yield from self._group_counts(group[half:], slow)
+
+
+def _slices(table: dict[bytes, int], size: int) -> Iterator[dict[bytes, int]]:
+    """``table`` itself if it has at most ``size`` pieces, else its pieces in
+    tables of ``size``; nothing for an empty table."""
+    if not table:
+        return
+    if len(table) <= size:
+        yield table
+        return
+    items = iter(table.items())
+    while chunk := dict(itertools.islice(items, size)):
+        yield chunk

@@ -121,6 +121,9 @@ class _MergeCountsFn(beam.CombineFn):
         return {}
 
     def add_input(self, accumulator, counts):
+        if not accumulator:
+            accumulator.update(counts)  # a copy in C: the input itself is never changed
+            return accumulator
         get = accumulator.get
         for piece, count in counts.items():
             accumulator[piece] = get(piece, 0) + count
@@ -192,7 +195,7 @@ class CountPreTokenTables(beam.PTransform):
     """
 
     pattern: str = "gpt2"
-    batch_bytes: int = 4 << 20
+    batch_bytes: int = 16 << 20
     max_batch_pieces: int = 500_000
     min_word_count: int = 1
     num_partitions: int = 64
