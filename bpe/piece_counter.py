@@ -12,11 +12,11 @@ Engines (``engine="auto"`` takes the first that can run the pattern):
   patterns: counts in Rust, without a Python object per piece. Documents go in
   calls of at most ``call_bytes``; a table bigger than ``max_unique`` is handed
   on in slices. While a call runs, its memory grows with its unique pieces,
-  which are at most its bytes. A call it declines (invalid UTF-8, a code point
-  its Unicode tables lack) is halved until the documents it declines are found;
-  those are counted by regex. So are documents longer than ``call_bytes``,
-  which regex counts piece by piece, and str documents that are not valid UTF-8
-  (lone surrogates).
+  which are at most its bytes. In a call it declines, the documents that are
+  not valid UTF-8 are found one by one, those holding a code point its Unicode
+  tables lack by halving the call; they are counted by regex. So are documents
+  longer than ``call_bytes``, which regex counts piece by piece, and str
+  documents that are not valid UTF-8 (lone surrogates).
 * ``regex``: ``PreTokenizer``'s split and a ``Counter``, for every pattern and
   every input; the reference the other engines are tested against.
 """
@@ -160,6 +160,11 @@ class PieceCounter:
             yield table
 
     def _fast_tables(self, documents, call_bytes: int, slow: _RegexCounts) -> Iterator[dict[bytes, int]]:
+        documents = list(documents)
+        if str not in set(map(type, documents)) and sum(map(len, documents)) <= call_bytes:
+            # The usual batch: bytes that fit one call, with no work per document here.
+            yield from self._group_counts(documents, slow)
+            return
         group: list[bytes] = []
         group_bytes = 0
         for data in documents:
@@ -182,17 +187,32 @@ class PieceCounter:
         yield from self._group_counts(group, slow)
 
     def _group_counts(self, group: list[bytes], slow: _RegexCounts) -> Iterator[dict[bytes, int]]:
-        """The fast engine's tables for ``group``; documents it declines, found by
-        halving the group, are counted by ``slow`` (whose full tables are yielded
-        too: they hold regex counts, which sum like any other)."""
+        """The fast engine's tables for ``group``; the documents it declines are
+        counted by ``slow`` (whose full tables are yielded too: they hold regex
+        counts, which sum like any other). Invalid UTF-8 is found document by
+        document; what the engine still declines (a code point it lacks) is
+        found by halving the group."""
         if not group:
             return
         counts = self._fast.count(group)
         if counts is not None:
             yield counts
-        elif len(group) == 1:
+            return
+        if len(group) == 1:
             self.regex_documents += 1
             yield from slow.add(group[0])
+            return
+        valid = []
+        for data in group:
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError:
+                self.regex_documents += 1
+                yield from slow.add(data)
+            else:
+                valid.append(data)
+        if len(valid) < len(group):
+            yield from self._group_counts(valid, slow)
         else:
             half = len(group) // 2
             yield from self._group_counts(group[:half], slow)

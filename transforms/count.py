@@ -70,8 +70,9 @@ class _CountBatchFn(beam.DoFn):
     """Counts the pieces of one batch of documents (``bpe.piece_counter``); emits partitions.
 
     Emits (partition, {piece bytes: count}) with at most ``num_partitions``
-    elements per table. A batch makes more than one table only when its pieces
-    pass ``max_batch_pieces``, so memory stays bounded whatever the batch holds.
+    elements per table. A batch makes more than one table when its pieces pass
+    ``max_batch_pieces``, so memory stays bounded whatever the batch holds, or
+    when some of its documents are left to the regex engine.
     """
 
     def __init__(self, pattern: str, max_batch_pieces: int, num_partitions: int, engine: str = "auto"):
@@ -89,7 +90,12 @@ class _CountBatchFn(beam.DoFn):
         self._counter = PieceCounter(self._pattern, self._engine)
 
     def process(self, batch):
-        documents = [_document_data(element) for element in batch]
+        try:
+            documents = [element.data for element in batch]  # Documents: their bytes
+            size = sum(map(len, documents))
+        except AttributeError:
+            documents = [_document_data(element) for element in batch]
+            size = sum(len(data) if isinstance(data, bytes) else _str_size(data) for data in documents)
         regex_before = self._counter.regex_documents
         pieces = tables = 0
         for table in self._counter.tables(documents, self._max_batch_pieces):
@@ -97,7 +103,7 @@ class _CountBatchFn(beam.DoFn):
             pieces += sum(table.values())
             yield from self._partitions(table)
         self._documents.inc(len(documents))
-        self._bytes.inc(sum(len(data) if isinstance(data, bytes) else _str_size(data) for data in documents))
+        self._bytes.inc(size)
         self._pieces.inc(pieces)
         self._regex_documents.inc(self._counter.regex_documents - regex_before)
         if tables > 1:
@@ -178,7 +184,7 @@ class CountPreTokenTables(beam.PTransform):
     ``pieces`` (occurrences), ``regex_documents`` (documents counted by the regex
     engine: all of them with ``engine="regex"``, else the ones the fast engine
     declines), ``unique_pieces`` (before pruning), ``pruned_pieces`` (dropped by
-    ``min_word_count``), ``early_flushes``.
+    ``min_word_count``), ``early_flushes`` (tables beyond the first of a batch).
 
     Args:
       pattern: the pre-tokenizer: a preset name (gpt2, cl100k, o200k) or a regex.
