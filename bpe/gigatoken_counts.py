@@ -46,7 +46,10 @@ SEPARATOR = b"\xff"
 
 _NOTICES = re.compile(rb"Using \d+ threads for pretokenization\n|Pretokenization took [^\n]*\n")
 _STDERR_LOCK = threading.Lock()
-_capture = None  # the temporary file stderr points at during a call, one per process
+# The temporary file stderr points at during a call, and the process that made it
+# (a forked child makes its own rather than share the parent's file offset).
+_capture = None
+_capture_pid = None
 
 
 def unusable(pattern: str) -> str | None:
@@ -58,15 +61,15 @@ def unusable(pattern: str) -> str | None:
 
 def _without_notices(call, *args):
     """``call(*args)`` with gigatoken's own stderr lines dropped and any other output kept."""
-    global _capture
+    global _capture, _capture_pid
     with _STDERR_LOCK:
         try:
             saved = os.dup(2)
         except OSError:  # no stderr at all: nothing to keep clean
             return call(*args)
         sys.stderr.flush()
-        if _capture is None:
-            _capture = tempfile.TemporaryFile()
+        if _capture_pid != os.getpid():
+            _capture, _capture_pid = tempfile.TemporaryFile(), os.getpid()
         os.dup2(_capture.fileno(), 2)
         try:
             return call(*args)
