@@ -31,9 +31,9 @@ from bpe.pretokenize import PreTokenizer, to_text
 
 ENGINES = ("auto", "gigatoken", "regex")
 # The most document bytes the fast engine counts in one call, unless told. Bigger
-# calls leave fewer partial tables to merge in Python; a call's table has at most
-# as many pieces as its bytes.
-CALL_BYTES = 16 << 20
+# calls leave fewer partial tables to merge in Python, but while a call runs its
+# memory grows with its unique pieces, which are at most its bytes.
+CALL_BYTES = 4 << 20
 
 
 def choose_engine(pattern: str, engine: str = "auto") -> tuple[str, str]:
@@ -160,8 +160,11 @@ class PieceCounter:
             yield table
 
     def _fast_tables(self, documents, call_bytes: int, slow: _RegexCounts) -> Iterator[dict[bytes, int]]:
-        documents = list(documents)
-        if str not in set(map(type, documents)) and sum(map(len, documents)) <= call_bytes:
+        if (
+            isinstance(documents, list)
+            and str not in set(map(type, documents))
+            and sum(map(len, documents)) <= call_bytes
+        ):
             # The usual batch: bytes that fit one call, with no work per document here.
             yield from self._group_counts(documents, slow)
             return

@@ -138,3 +138,15 @@ def test_batch_counting_and_merging_is_exact(documents, max_batch_pieces, num_pa
         merged.update(part)
     assert merged == count_pieces(documents) == plain_count(documents)
     assert all(0 < size <= max_batch_pieces for size in flushed_sizes)
+
+
+@pytest.mark.parametrize("engine", ["auto", "regex"])
+def test_batch_given_as_a_generator_loses_nothing(engine):
+    # Plain texts (no .data) handed over one at a time: the first is counted too.
+    documents = ["only one document", b"and a second", "x"]
+    fn = _CountBatchFn("gpt2", max_batch_pieces=500_000, num_partitions=2, engine=engine)
+    fn.setup()
+    merged = collections.Counter()
+    for _, table in fn.process(doc for doc in documents):
+        merged.update(table)
+    assert dict(merged) == plain_count(documents)

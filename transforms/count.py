@@ -90,6 +90,8 @@ class _CountBatchFn(beam.DoFn):
         self._counter = PieceCounter(self._pattern, self._engine)
 
     def process(self, batch):
+        # BatchElements gives a list; any other iterable is taken whole first.
+        batch = batch if isinstance(batch, list) else list(batch)
         try:
             documents = [element.data for element in batch]  # Documents: their bytes
             size = sum(map(len, documents))
@@ -201,7 +203,7 @@ class CountPreTokenTables(beam.PTransform):
     """
 
     pattern: str = "gpt2"
-    batch_bytes: int = 16 << 20
+    batch_bytes: int = 4 << 20
     max_batch_pieces: int = 500_000
     min_word_count: int = 1
     num_partitions: int = 64
