@@ -54,19 +54,21 @@ def test_stdlib_files_equal_plain_count():
         assert_that(counts, equal_to(list(expected.items())))
 
 
+@pytest.mark.parametrize("engine", ["auto", "regex"])
 @pytest.mark.parametrize(
     "batch_bytes, max_batch_pieces",
     [(1 << 20, 500_000), (1, 500_000), (30, 3), (1 << 20, 1)],
     ids=["one-batch", "one-doc-batches", "small", "flush-every-piece"],
 )
-def test_mixed_invalid_utf8_and_batching(batch_bytes, max_batch_pieces):
+def test_mixed_invalid_utf8_and_batching(batch_bytes, max_batch_pieces, engine):
     expected = plain_count(MIXED_DOCUMENTS)
     assert expected[b" \xff\xfe"] == 1 and expected[b"hello"] == 3 and expected[b" \xed\xb3\xbf"] == 1
     with TestPipeline() as p:
         counts = (
             p
             | beam.Create(docs(MIXED_DOCUMENTS))
-            | count_rows("gpt2", batch_bytes=batch_bytes, max_batch_pieces=max_batch_pieces, num_partitions=3)
+            | count_rows("gpt2", batch_bytes=batch_bytes, max_batch_pieces=max_batch_pieces, num_partitions=3,
+                         engine=engine)
         )
         assert_that(counts, equal_to(list(expected.items())))
 
@@ -113,15 +115,16 @@ def test_invalid_pattern_fails_at_construction():
     documents=st.lists(st.one_of(st.binary(max_size=40), st.text(max_size=40)), max_size=12),
     max_batch_pieces=st.integers(1, 20),
     num_partitions=st.integers(1, 5),
+    engine=st.sampled_from(["auto", "regex"]),
 )
-def test_batch_counting_and_merging_is_exact(documents, max_batch_pieces, num_partitions):
+def test_batch_counting_and_merging_is_exact(documents, max_batch_pieces, num_partitions, engine):
     # The DoFn and CombineFn without a pipeline: any flush points, any
     # partitioning, merged in any grouping, give the plain count.
-    fn = _CountBatchFn("gpt2", max_batch_pieces, num_partitions)
+    fn = _CountBatchFn("gpt2", max_batch_pieces, num_partitions, engine)
     fn.setup()
     flushed_sizes = []  # unique pieces held at each flush: never above the cap
     partitions = fn._partitions
-    fn._partitions = lambda by_handler: (flushed_sizes.append(sum(map(len, by_handler.values()))), partitions(by_handler))[1]
+    fn._partitions = lambda table: (flushed_sizes.append(len(table)), partitions(table))[1]
     merge = _MergeCountsFn()
     by_partition = collections.defaultdict(list)
     for partition, table in fn.process(documents):
@@ -135,3 +138,15 @@ def test_batch_counting_and_merging_is_exact(documents, max_batch_pieces, num_pa
         merged.update(part)
     assert merged == count_pieces(documents) == plain_count(documents)
     assert all(0 < size <= max_batch_pieces for size in flushed_sizes)
+
+
+@pytest.mark.parametrize("engine", ["auto", "regex"])
+def test_batch_given_as_a_generator_loses_nothing(engine):
+    # Plain texts (no .data) handed over one at a time: the first is counted too.
+    documents = ["only one document", b"and a second", "x"]
+    fn = _CountBatchFn("gpt2", max_batch_pieces=500_000, num_partitions=2, engine=engine)
+    fn.setup()
+    merged = collections.Counter()
+    for _, table in fn.process(doc for doc in documents):
+        merged.update(table)
+    assert dict(merged) == plain_count(documents)

@@ -4,7 +4,8 @@
 corpus-wide count of every piece, as tables of {piece bytes: count}. The shape:
 
     documents -> BatchDocuments (about ``batch_bytes`` of text per batch)
-              -> CountInBatch (one in-process dict per batch; the shuffle then
+              -> CountInBatch (one in-process dict per batch, counted by
+                 ``bpe.piece_counter``'s fastest exact engine; the shuffle then
                  carries unique pieces, not every occurrence)
               -> SumCounts (CombinePerKey, keyed by a stable hash partition)
               -> Prune (exact totals per partition, pruned by ``min_word_count``)
@@ -24,15 +25,14 @@ that drop finish_bundle output cannot lose counts.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
-import itertools
 import zlib
 from typing import Iterable
 
 import apache_beam as beam
 
-from bpe.pretokenize import PreTokenizer, compile_pattern, to_text
+from bpe.piece_counter import PieceCounter, choose_engine
+from bpe.pretokenize import compile_pattern
 from transforms import metrics
 
 __all__ = ["CountPreTokenTables", "count_pieces"]
@@ -48,11 +48,7 @@ def count_pieces(documents: Iterable[bytes | str], pattern: str = "gpt2") -> dic
     Returns:
       piece bytes -> number of occurrences.
     """
-    counts: collections.Counter[bytes] = collections.Counter()
-    pre = PreTokenizer(pattern)
-    for doc in documents:
-        counts.update(pre.pieces(doc))
-    return dict(counts)
+    return PieceCounter(pattern).count(documents)
 
 
 def _document_data(element) -> bytes | str:
@@ -65,91 +61,62 @@ def _document_size(element) -> int:
     return len(_document_data(element))
 
 
+def _str_size(text: str) -> int:
+    # A str document's bytes are its UTF-8, lone surrogates as their 3-byte forms.
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 class _CountBatchFn(beam.DoFn):
-    """Counts the pieces of one batch of documents in a dict; emits partitions.
+    """Counts the pieces of one batch of documents (``bpe.piece_counter``); emits partitions.
 
     Emits (partition, {piece bytes: count}) with at most ``num_partitions``
-    elements per flush. The dict is flushed early when it reaches
-    ``max_batch_pieces`` unique pieces, so memory stays bounded whatever the
-    batch holds.
+    elements per table. A batch makes more than one table when its pieces pass
+    ``max_batch_pieces``, so memory stays bounded whatever the batch holds, or
+    when some of its documents are left to the regex engine.
     """
 
-    def __init__(self, pattern: str, max_batch_pieces: int, num_partitions: int):
+    def __init__(self, pattern: str, max_batch_pieces: int, num_partitions: int, engine: str = "auto"):
         self._pattern = pattern
+        self._engine = engine
         self._max_batch_pieces = max_batch_pieces
         self._num_partitions = num_partitions
         self._documents = metrics.counter("count", "documents")
         self._bytes = metrics.counter("count", "bytes")
         self._pieces = metrics.counter("count", "pieces")
+        self._regex_documents = metrics.counter("count", "regex_documents")
         self._flushes = metrics.counter("count", "early_flushes")
 
     def setup(self):
-        self._pre_tokenizer = PreTokenizer(self._pattern)
-
-    def _split(self, text: str) -> Iterable[str]:
-        # A text short enough has fewer pieces than the cap: split it in one C call.
-        # A longer one is walked piece by piece, so its list of pieces never exists.
-        if len(text) <= self._max_batch_pieces:
-            return self._pre_tokenizer.split(text)
-        return self._pre_tokenizer.iter_split(text)
+        self._counter = PieceCounter(self._pattern, self._engine)
 
     def process(self, batch):
-        # One counter per decoding error handler: the same str piece stands for
-        # different bytes when decoded with surrogateescape (raw invalid bytes)
-        # than with surrogatepass (str input holding lone surrogates), so keys
-        # are only turned into bytes with the handler they were decoded with.
-        by_handler: dict[str, collections.Counter[str]] = {}
-        unique = 0
-        documents = size = pieces = 0
-        cap = self._max_batch_pieces
-        for element in batch:
-            data = _document_data(element)
-            text, errors = to_text(data)
-            documents += 1
-            size += len(data) if isinstance(data, bytes) else len(text.encode("utf-8", errors))
-            # Count at most (cap - unique) pieces at a time, so the dict never
-            # holds more than `cap` keys, even inside one huge document. Most
-            # documents fit whole: their list of pieces is counted as it is.
-            found = self._split(text)
-            rest = None
-            if not isinstance(found, list) or len(found) > cap - unique:
-                rest = iter(found)
-                found = list(itertools.islice(rest, max(1, cap - unique)))
-            while found:
-                counter = by_handler.get(errors)
-                if counter is None:
-                    counter = by_handler[errors] = collections.Counter()
-                before = len(counter)
-                counter.update(found)
-                unique += len(counter) - before
-                pieces += len(found)
-                if unique >= cap:
-                    yield from self._partitions(by_handler)
-                    self._flushes.inc()
-                    by_handler = {}
-                    unique = 0
-                found = list(itertools.islice(rest, max(1, cap - unique))) if rest is not None else None
-        self._documents.inc(documents)
+        # BatchElements gives a list; any other iterable is taken whole first.
+        batch = batch if isinstance(batch, list) else list(batch)
+        try:
+            documents = [element.data for element in batch]  # Documents: their bytes
+            size = sum(map(len, documents))
+        except AttributeError:
+            documents = [_document_data(element) for element in batch]
+            size = sum(len(data) if isinstance(data, bytes) else _str_size(data) for data in documents)
+        regex_before = self._counter.regex_documents
+        pieces = tables = 0
+        for table in self._counter.tables(documents, self._max_batch_pieces):
+            tables += 1
+            pieces += sum(table.values())
+            yield from self._partitions(table)
+        self._documents.inc(len(documents))
         self._bytes.inc(size)
         self._pieces.inc(pieces)
-        if by_handler:
-            yield from self._partitions(by_handler)
+        self._regex_documents.inc(self._counter.regex_documents - regex_before)
+        if tables > 1:
+            self._flushes.inc(tables - 1)
 
-    def _partitions(self, by_handler):
+    def _partitions(self, table: dict[bytes, int]):
         n = self._num_partitions
         parts: list[dict[bytes, int]] = [{} for _ in range(n)]
         crc32 = zlib.crc32
-        for errors, counter in by_handler.items():
-            pieces = [text.encode("utf-8", errors) for text in counter]
-            places = zip(pieces, map(crc32, pieces), counter.values())
-            if len(by_handler) == 1:
-                # Within one handler distinct str pieces are distinct bytes: no sums needed.
-                for piece, crc, count in places:
-                    parts[crc % n][piece] = count
-            else:
-                for piece, crc, count in places:
-                    part = parts[crc % n]
-                    part[piece] = part.get(piece, 0) + count
+        for piece, count in table.items():
+            parts[crc32(piece) % n][piece] = count
         for index, part in enumerate(parts):
             if part:
                 yield index, part
@@ -162,6 +129,9 @@ class _MergeCountsFn(beam.CombineFn):
         return {}
 
     def add_input(self, accumulator, counts):
+        if not accumulator:
+            accumulator.update(counts)  # a copy in C: the input itself is never changed
+            return accumulator
         get = accumulator.get
         for piece, count in counts.items():
             accumulator[piece] = get(piece, 0) + count
@@ -213,8 +183,10 @@ class CountPreTokenTables(beam.PTransform):
     (piece, count) rows).
 
     Counters (``transforms.metrics``, step ``count``): ``documents``, ``bytes``,
-    ``pieces`` (occurrences), ``unique_pieces`` (before pruning),
-    ``pruned_pieces`` (dropped by ``min_word_count``), ``early_flushes``.
+    ``pieces`` (occurrences), ``regex_documents`` (documents counted by the regex
+    engine: all of them with ``engine="regex"``, else the ones the fast engine
+    declines), ``unique_pieces`` (before pruning), ``pruned_pieces`` (dropped by
+    ``min_word_count``), ``early_flushes`` (tables beyond the first of a batch).
 
     Args:
       pattern: the pre-tokenizer: a preset name (gpt2, cl100k, o200k) or a regex.
@@ -226,6 +198,8 @@ class CountPreTokenTables(beam.PTransform):
         corpus are dropped from the output (1 keeps everything).
       num_partitions: how many hash partitions the shuffle uses; the reduce
         side runs on up to this many workers in parallel.
+      engine: how pieces are counted (``bpe.piece_counter``): ``auto`` (the
+        fastest engine proven for the pattern), ``gigatoken`` or ``regex``.
     """
 
     pattern: str = "gpt2"
@@ -233,9 +207,11 @@ class CountPreTokenTables(beam.PTransform):
     max_batch_pieces: int = 500_000
     min_word_count: int = 1
     num_partitions: int = 64
+    engine: str = "auto"
 
     def __post_init__(self):
         compile_pattern(self.pattern)  # a bad regex fails here, not on a worker
+        choose_engine(self.pattern, self.engine)  # and so does an engine that cannot run it
         for name in ("batch_bytes", "max_batch_pieces", "min_word_count", "num_partitions"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
@@ -251,7 +227,7 @@ class CountPreTokenTables(beam.PTransform):
                 element_size_fn=_document_size,
             )
             | "CountInBatch" >> beam.ParDo(
-                _CountBatchFn(self.pattern, self.max_batch_pieces, self.num_partitions)
+                _CountBatchFn(self.pattern, self.max_batch_pieces, self.num_partitions, self.engine)
             ).with_output_types(tuple[int, dict[bytes, int]])
             | "SumCounts" >> beam.CombinePerKey(_MergeCountsFn())
             | "Prune" >> beam.ParDo(_PruneFn(self.min_word_count)).with_output_types(dict[bytes, int])
