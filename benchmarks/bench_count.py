@@ -123,7 +123,8 @@ def pipeline_count(shards: str, pattern: str, workers: int, output: str) -> tupl
     options = pipeline_options(
         [f"--direct_num_workers={workers}", "--direct_running_mode=multi_processing"]
     )
-    args = argparse.Namespace(input=[shards], format="jsonl", text_field="text", pattern=pattern, min_word_count=1)
+    args = argparse.Namespace(input=[shards], format="jsonl", text_field="text", pattern=pattern, min_word_count=1,
+                              no_progress=True, progress_every=10.0)
     started, cpu = time.perf_counter(), cpu_seconds()
     run_count_job(args, output, options)  # the job `beam-bpe train` runs
     seconds = time.perf_counter() - started

@@ -129,6 +129,7 @@ def main(argv=None) -> None:
     tok = bpe.Tokenizer.load(rank_file, preset="cl100k_base")
     json_path = tok.save(os.path.join(work, "cl100k-json"))
     hf_tok = bpe.Tokenizer.load(json_path)
+    tok.prove(), hf_tok.prove()  # engines chosen before the timings (proofs are timed above)
 
     # 2. One core, one document at a time.
     encoding = tiktoken.Encoding(name="cl100k", pat_str=preset.pattern, mergeable_ranks={
@@ -139,14 +140,15 @@ def main(argv=None) -> None:
     expected = [encoding.encode_ordinary(d) for d in docs]
     timings = {
         "tiktoken encode_ordinary": best_of(1, lambda: [encoding.encode_ordinary(d) for d in docs]),
-        "beam-bpe Tokenizer.encode (reference)": best_of(1, lambda: [tok.encode(d) for d in docs]),
-        "beam-bpe encode_batch([doc]) (engine)": best_of(1, lambda: [tok.encode_batch([d])[0] for d in docs]),
+        f"beam-bpe Tokenizer.encode ({tok.engine.name})": best_of(1, lambda: [tok.encode(d) for d in docs]),
+        "beam-bpe Tokenizer.encode (the reference)": best_of(1, lambda: [tok.reference.encode(d) for d in docs]),
     }
     assert [tok.encode(d) for d in docs] == expected
     hf = tokenizers.Tokenizer.from_file(json_path)
     timings["tokenizers encode (tokenizer.json, 1 thread)"] = best_of(
         1, lambda: [hf.encode(d, add_special_tokens=False).ids for d in docs])
-    timings["beam-bpe Tokenizer.encode (tokenizer.json, reference)"] = best_of(1, lambda: [hf_tok.encode(d) for d in docs])
+    timings[f"beam-bpe Tokenizer.encode (tokenizer.json, {hf_tok.engine.name})"] = best_of(
+        1, lambda: [hf_tok.encode(d) for d in docs])
     assert [hf_tok.encode(d) for d in docs] == expected
     print(f"one core, {len(docs)} documents, {total / 1e6:.1f} MB:")
     base = timings["tiktoken encode_ordinary"]
@@ -154,10 +156,11 @@ def main(argv=None) -> None:
         print(f"  {name}: {seconds:.2f} s, {total / 1e6 / seconds:.2f} MB/s, {base / seconds:.2f}x tiktoken")
     if os.path.exists(os.path.join(args.own, "tokenizer.json")):
         own = bpe.Tokenizer.load(args.own)
+        own.prove()
         own_encoding = own.to_tiktoken()
         own_tiktoken_s = best_of(1, lambda: [own_encoding.encode_ordinary(d) for d in docs])
         own_s = best_of(1, lambda: [own.encode(d) for d in docs])
-        print(f"  our own {own.vocab_size}-token tokenizer, Tokenizer.encode: {own_s:.2f} s, "
+        print(f"  our own {own.vocab_size}-token tokenizer, Tokenizer.encode ({own.engine.name}): {own_s:.2f} s, "
               f"{own_tiktoken_s / own_s:.2f}x tiktoken with the same vocabulary")
     if args.skip_pipeline:
         return
