@@ -68,6 +68,17 @@ def alive(pid: int) -> bool:
         return False
 
 
+def ended(pids, within: float = 10.0) -> bool:
+    """Whether every process is gone (or a zombie) within ``within`` seconds: a SIGKILLed
+    process takes a moment to end on a loaded machine."""
+    deadline = time.monotonic() + within
+    while any(alive(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def stop_while_running(argv, started, signum, whole_group=False):
     """Starts ``argv``, waits until ``started()`` and the workers exist, sends ``signum``.
 
@@ -113,7 +124,7 @@ def test_a_stopped_encode_exits_at_once_and_a_rerun_completes(tokenizer, corpus,
     assert err[0].startswith("beam-bpe encode: engine ")  # printed before the job started
     assert err[1:] == [f"beam-bpe encode: stopped by {signal.Signals(signum).name}; nothing of this run is in {out} yet "
                    f"(its leftovers in {out}/.staging are removed by the next run): rerun the same command"]
-    assert not any(alive(pid) for pid in workers)
+    assert ended(workers)
     assert not (out / "stats.json").exists() and not (out / ".beam-bpe.lock").exists()
 
     rerun = subprocess.run(encode_argv(tokenizer, corpus, out, *IN_MEMORY), cwd=REPO, capture_output=True,
@@ -134,7 +145,7 @@ def test_sigterm_during_the_count_leaves_nothing_a_rerun_keeps(corpus, tmp_path)
     assert code == 143
     assert err == [f"beam-bpe train: stopped by SIGTERM; no counts are kept in {out} (the next run removes the "
                    "leftovers): rerun the same command, with or without --resume, to count again"]
-    assert not any(alive(pid) for pid in workers)
+    assert ended(workers)
     assert list(out.glob("**/beam-temp-*"))  # what Beam left behind ...
 
     rerun = subprocess.run([*argv, "--resume", *IN_MEMORY], cwd=REPO, capture_output=True, text=True, timeout=300)
