@@ -157,7 +157,7 @@ def _eos_id(tokenizer: Tokenizer, eos_token: str | None) -> int:
 
 def _encode_documents(args: argparse.Namespace, tokenizer: Tokenizer) -> beam.PTransform:
     """EncodeDocuments for the run. Which engine gives this tokenizer's IDs is proven
-    once, here (the proof is O(vocabulary)), or taken from an earlier run's
+    here, once (the proof is O(vocabulary)), or read from the proof cache
     (``bpe.proof_cache``); workers check the proof's SHA-256."""
     proof = proof_cache.proven(tokenizer)
     print(f"beam-bpe encode: engine {proof.reason}", file=sys.stderr)

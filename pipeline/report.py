@@ -72,7 +72,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     tokenizer_paths = [outputs.absolute(path) for path in args.tokenizer]
     output = outputs.StagedOutput(args.output, RESULTS, marker=REPORT_FILE, command="report")
     tokenizers = _check_arguments(args, tokenizer_paths)
-    # Which engine gives each tokenizer's IDs is proven once, here (O(vocabulary)), or by an earlier run.
+    # Which engine gives each tokenizer's IDs is proven here, once (O(vocabulary)), or read from the proof cache.
     proofs = [proof_cache.proven(tokenizer) for tokenizer in tokenizers]
     staging = output.staging
     output.clear_leftovers()
