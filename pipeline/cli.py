@@ -21,7 +21,7 @@ import logging
 import signal
 import sys
 
-from pipeline import output_lock
+from pipeline import beam_import, output_lock, warm_workers
 from pipeline.errors import UserError
 
 # Each subcommand lives in its own module with add_arguments(parser) and run(args, beam_args) -> int.
@@ -31,6 +31,15 @@ COMMANDS = {
     "decode": ("pipeline.decode", "decode token-ID shards or a stream of IDs back to text"),
     "report": ("pipeline.report", "measure how well tokenizers fit a corpus: report.json and index.html"),
     "pack": ("pipeline.pack", "pack token shards into shuffled fixed-length sequences for training"),
+}
+# What the Beam workers of each command's job import, for the workers started
+# before the job (pipeline.warm_workers); decode runs no Beam job.
+_READ = ("transforms.read", "transforms.dead_letters")
+WORKER_MODULES = {
+    "train": (*_READ, "transforms.count"),
+    "encode": (*_READ, "transforms.encode", "transforms.shards", "pyarrow.parquet"),
+    "report": (*_READ, "transforms.report", "transforms.report_sample"),
+    "pack": ("transforms.pack", "transforms.sequence_formats", "pyarrow.parquet"),
 }
 
 
@@ -50,8 +59,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
+    command_line = sys.argv[1:] if argv is None else argv
+    if command_line and command_line[0] in WORKER_MODULES:
+        warm_workers.start_for(command_line, WORKER_MODULES[command_line[0]])  # before Beam is imported here
     quiet_beam_import_noise()
-    # Imported after the line above: these import Beam.
+    beam_import.import_beam()
+    # Imported after the lines above: these import Beam.
     from pipeline.resume import interrupting_signal, sigterm_as_interrupt
     from pipeline.stopping import exit_now
 
