@@ -18,12 +18,11 @@ __all__ = ["import_beam"]
 
 
 def import_beam() -> None:
-    """Imports ``apache_beam`` (and Beam's worker) without pandas, unless either is already imported."""
+    """Imports ``apache_beam`` without pandas, unless either is already imported."""
     if "apache_beam" in sys.modules or "pandas" in sys.modules:
         return
     sys.modules["pandas"] = None  # makes "import pandas" raise ImportError
     try:
         import apache_beam  # noqa: F401
-        from apache_beam.runners.worker import sdk_worker_main  # noqa: F401
     finally:
         del sys.modules["pandas"]
