@@ -7,6 +7,10 @@ drop it), with the closest known flag. Commands whose module sets
 ``BEAM_OPTIONS = False`` take none. Every command ends by releasing the lock of
 its output directory.
 
+Run from the command line, a command whose job runs on DirectRunner starts
+its worker processes first thing, so they are ready when the job starts
+(``pipeline.warm_workers``); the ones no job took end with the command.
+
 Stopping: SIGTERM is taken like Ctrl-C. During a Beam job the command stops at
 once (``pipeline.stopping``); elsewhere the interrupt unwinds (train
 saves its merges on the way) and ends in one line and exit 130 or 143.
@@ -59,9 +63,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
-    command_line = sys.argv[1:] if argv is None else argv
-    if command_line and command_line[0] in WORKER_MODULES:
-        warm_workers.start_for(command_line, WORKER_MODULES[command_line[0]])  # before Beam is imported here
+    if argv is None and sys.argv[1:2] and sys.argv[1] in WORKER_MODULES:
+        # The command line's job gets workers started now, before Beam is imported here.
+        warm_workers.start_for(sys.argv[1:], WORKER_MODULES[sys.argv[1]])
     quiet_beam_import_noise()
     beam_import.import_beam()
     # Imported after the lines above: these import Beam.
@@ -95,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         return 128 + signum
     finally:
         output_lock.release_all()
+        warm_workers.discard()  # the ones no job took
 
 
 def _check_leftover_arguments(beam_args: list[str], our_flags: list[str], beam_options: bool) -> None:

@@ -239,3 +239,28 @@ def test_the_worker_process_does_not_import_pandas():
     proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": ROOT}, cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert proc.stdout.strip() == "False", proc.stderr[-2000:]
+
+
+def test_the_command_line_starts_warm_workers_and_ends_the_ones_no_job_took(tmp_path, monkeypatch):
+    from pipeline import cli
+
+    started = []
+    real_start = warm_workers.start
+
+    def start(count, modules=(), tokenizers=()):
+        real_start(count, modules, tokenizers)
+        started.extend(warm_workers._idle)
+
+    monkeypatch.setattr(warm_workers, "start", start)
+    missing = str(tmp_path / "missing-tokenizer")
+    monkeypatch.setattr(sys, "argv", ["beam-bpe", "encode", "--tokenizer", missing, "--input", missing,
+                                      "--output", str(tmp_path / "out"), "--direct_num_workers=2"])
+    assert cli.main() == 2
+    assert len(started) == 2
+    assert warm_workers._idle == []
+    assert all(process.poll() is not None for process in started)
+    # Called with its arguments (from Python, as the tests do), the command starts none.
+    started.clear()
+    assert cli.main(["encode", "--tokenizer", missing, "--input", missing, "--output", str(tmp_path / "out"),
+                     "--direct_num_workers=2"]) == 2
+    assert started == []
