@@ -46,6 +46,8 @@ from benchmarks.bench_train import hf_train
 from benchmarks.corpus import CACHE_DIR, corpus_text
 from bpe.piece_counter import PieceCounter
 from bpe.pretokenize import resolve_pattern
+from pipeline import warm_workers
+from pipeline.cli import WORKER_MODULES
 from pipeline.runners import pipeline_options
 from pipeline.train import run_count_job
 from transforms.count import CountPreTokenTables
@@ -126,6 +128,7 @@ def pipeline_count(shards: str, pattern: str, workers: int, output: str) -> tupl
     args = argparse.Namespace(input=[shards], format="jsonl", text_field="text", pattern=pattern, min_word_count=1,
                               no_progress=True, progress_every=10.0)
     started, cpu = time.perf_counter(), cpu_seconds()
+    warm_workers.start(workers, WORKER_MODULES["train"])  # as `beam-bpe train` does when it starts
     run_count_job(args, output, options)  # the job `beam-bpe train` runs
     seconds = time.perf_counter() - started
     return seconds, cpu_seconds() - cpu, pq.read_metadata(os.path.join(output, "word_counts.parquet")).num_rows

@@ -30,7 +30,7 @@ from importlib import metadata
 from bpe import engines
 from bpe.engines import EngineProof
 
-__all__ = ["CACHE_VARIABLE", "cache_directory", "proven"]
+__all__ = ["CACHE_VARIABLE", "cache_directory", "cached", "proven"]
 
 CACHE_VARIABLE = "BEAM_BPE_CACHE_DIR"
 # The distributions whose versions can change what a proof concludes.
@@ -47,12 +47,20 @@ def cache_directory() -> pathlib.Path:
 
 def proven(tokenizer) -> EngineProof:
     """The tokenizer's engine proof, from the cache when a run with everything the same made it."""
-    path = cache_directory() / "proofs" / f"{_key(tokenizer)}.json"
-    proof = _read(path, tokenizer.sha256)
+    proof = cached(tokenizer)
     if proof is None:
         proof = tokenizer.prove()
-        _write(path, proof)
+        _write(_path(tokenizer), proof)
     return proof
+
+
+def cached(tokenizer) -> EngineProof | None:
+    """The tokenizer's engine proof if the cache holds it, else None (nothing is proven)."""
+    return _read(_path(tokenizer), tokenizer.sha256)
+
+
+def _path(tokenizer) -> pathlib.Path:
+    return cache_directory() / "proofs" / f"{_key(tokenizer)}.json"
 
 
 def _key(tokenizer) -> str:

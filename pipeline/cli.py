@@ -7,6 +7,10 @@ drop it), with the closest known flag. Commands whose module sets
 ``BEAM_OPTIONS = False`` take none. Every command ends by releasing the lock of
 its output directory.
 
+Run from the command line, a command whose job runs on DirectRunner starts
+its worker processes first thing, so they are ready when the job starts
+(``pipeline.warm_workers``); the ones no job took end with the command.
+
 Stopping: SIGTERM is taken like Ctrl-C. During a Beam job the command stops at
 once (``pipeline.stopping``); elsewhere the interrupt unwinds (train
 saves its merges on the way) and ends in one line and exit 130 or 143.
@@ -21,7 +25,7 @@ import logging
 import signal
 import sys
 
-from pipeline import output_lock
+from pipeline import beam_import, output_lock, warm_workers
 from pipeline.errors import UserError
 
 # Each subcommand lives in its own module with add_arguments(parser) and run(args, beam_args) -> int.
@@ -31,6 +35,15 @@ COMMANDS = {
     "decode": ("pipeline.decode", "decode token-ID shards or a stream of IDs back to text"),
     "report": ("pipeline.report", "measure how well tokenizers fit a corpus: report.json and index.html"),
     "pack": ("pipeline.pack", "pack token shards into shuffled fixed-length sequences for training"),
+}
+# What the Beam workers of each command's job import, for the workers started
+# before the job (pipeline.warm_workers); decode runs no Beam job.
+_READ = ("transforms.read", "transforms.dead_letters")
+WORKER_MODULES = {
+    "train": (*_READ, "transforms.count"),
+    "encode": (*_READ, "transforms.encode", "transforms.shards", "pyarrow.parquet"),
+    "report": (*_READ, "transforms.report", "transforms.report_sample"),
+    "pack": ("transforms.pack", "transforms.sequence_formats", "pyarrow.parquet"),
 }
 
 
@@ -50,8 +63,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None and sys.argv[1:2] and sys.argv[1] in WORKER_MODULES:
+        # The command line's job gets workers started now, before Beam is imported here.
+        warm_workers.start_for(sys.argv[1:], WORKER_MODULES[sys.argv[1]])
     quiet_beam_import_noise()
-    # Imported after the line above: these import Beam.
+    beam_import.import_beam()
+    # Imported after the lines above: these import Beam.
     from pipeline.resume import interrupting_signal, sigterm_as_interrupt
     from pipeline.stopping import exit_now
 
@@ -82,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         return 128 + signum
     finally:
         output_lock.release_all()
+        warm_workers.discard()  # the ones no job took
 
 
 def _check_leftover_arguments(beam_args: list[str], our_flags: list[str], beam_options: bool) -> None:

@@ -23,22 +23,28 @@ the flags above, and the FnApiRunner is what our tests run, so a job behaves the
 same online and offline and never downloads anything. ``--runner=PrismRunner``
 still gets Prism. The FnApiRunner's worker processes start as
 ``python -m pipeline.worker``: Beam's worker, quiet on the terminal and quick to
-exit (see there).
+exit (see there); a job takes the ones the command started at its beginning
+(``pipeline.warm_workers``) before it starts any.
 """
 
 from __future__ import annotations
 
 import difflib
 import logging
+import os
+import subprocess
 import sys
+import threading
 from typing import Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, _BeamArgumentParser
 from apache_beam.portability import python_urns
-from apache_beam.runners.portability.fn_api_runner import fn_runner
+from apache_beam.runners.portability import local_job_service
+from apache_beam.runners.portability.fn_api_runner import fn_runner, worker_handlers
 
+from pipeline import warm_workers
 from pipeline.errors import UserError
 
 __all__ = [
@@ -227,11 +233,70 @@ class _FnApiRunner(fn_runner.FnApiRunner):
 
     def run_via_runner_api(self, pipeline_proto, options):
         # multi_processing mode names Beam's worker module as the command of the
-        # job's subprocess environment; ours runs the same worker.
+        # job's subprocess environment; ours runs the same worker, warm when one waits.
         for environment in pipeline_proto.components.environments.values():
             if environment.urn == python_urns.SUBPROCESS_SDK:
+                environment.urn = _WARM_SUBPROCESS_URN
                 environment.payload = self.WORKER_COMMAND.encode("utf-8")
         return super().run_via_runner_api(pipeline_proto, options)
+
+
+# Beam's subprocess environment, whose workers come from pipeline.warm_workers first.
+_WARM_SUBPROCESS_URN = "beam_bpe:env:warm_subprocess:v1"
+
+
+class _WarmSdkWorker(local_job_service.SubprocessSdkWorker):
+    """Beam's ``SubprocessSdkWorker``, whose process is a warm worker when one is left."""
+
+    def run(self):
+        # Beam's SubprocessSdkWorker.run, but for where the process comes from.
+        import grpc
+        from apache_beam.portability.api import beam_fn_api_pb2_grpc, endpoints_pb2
+        from apache_beam.utils import thread_pool_executor
+        from google.protobuf import json_format, text_format
+
+        options = [("grpc.http2.max_pings_without_data", 0), ("grpc.http2.max_ping_strikes", 0)]
+        logging_server = grpc.server(thread_pool_executor.shared_unbounded_instance(), options=options)
+        logging_port = logging_server.add_insecure_port("[::]:0")
+        logging_server.start()
+        beam_fn_api_pb2_grpc.add_BeamFnLoggingServicer_to_server(
+            local_job_service.BeamFnLoggingServicer(), logging_server
+        )
+        environment = dict(
+            os.environ,
+            CONTROL_API_SERVICE_DESCRIPTOR=text_format.MessageToString(
+                endpoints_pb2.ApiServiceDescriptor(url=self._control_address)
+            ),
+            LOGGING_API_SERVICE_DESCRIPTOR=text_format.MessageToString(
+                endpoints_pb2.ApiServiceDescriptor(url=f"localhost:{logging_port}")
+            ),
+            PIPELINE_OPTIONS=json_format.MessageToJson(self._provision_info.provision_info.pipeline_options),
+        )
+        if self._worker_id:
+            environment["WORKER_ID"] = self._worker_id
+        with worker_handlers.SUBPROCESS_LOCK:
+            process = warm_workers.take(environment) or subprocess.Popen(
+                self._worker_command_line, shell=True, env=environment
+            )
+        try:
+            process.wait()
+            if process.returncode:
+                raise RuntimeError(f"Worker subprocess exited with return code {process.returncode}")
+        finally:
+            if process.poll() is None:
+                process.kill()
+            logging_server.stop(0)
+
+
+@worker_handlers.WorkerHandler.register_environment(_WARM_SUBPROCESS_URN, bytes)
+class _WarmSubprocessWorkerHandler(worker_handlers.SubprocessSdkWorkerHandler):
+    """Beam's handler of subprocess workers, with ``_WarmSdkWorker`` as the worker."""
+
+    def start_worker(self):
+        self.worker = _WarmSdkWorker(self._worker_command_line, self.control_address, self.provision_info,
+                                     self.worker_id)
+        self.worker_thread = threading.Thread(name="run_worker", target=self.worker.run)
+        self.worker_thread.start()
 
 
 def describe_runner(options: PipelineOptions) -> str:

@@ -1,6 +1,13 @@
 """Beam's SDK worker process for DirectRunner jobs: quiet on the terminal, quick to exit.
 
-    python -m pipeline.worker      # what the runner starts, once per worker process
+    python -m pipeline.worker                      # what the runner starts, once per worker process
+    python -m pipeline.worker --warm JSON          # started early (pipeline.warm_workers)
+
+Warm: the process imports the modules its job's steps need and reads their
+tokenizers (``bpe.preloaded``), then waits for
+the environment Beam gives a worker, as one line of JSON on stdin, and runs
+with it as above (``pipeline.warm_workers``). It ends quietly if its input ends
+first.
 
 Quiet: a worker sends its log records to the runner, which shows the ones that
 matter (errors; see ``pipeline.runners``). But importing Beam logs a warning
@@ -21,6 +28,8 @@ object of the job, and the runner waits for that, one worker after the other,
 so the worker exits at once.
 """
 
+import importlib
+import json
 import logging
 import os
 import signal
@@ -29,9 +38,41 @@ import sys
 logging.getLogger().addHandler(logging.NullHandler())
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-from apache_beam.runners.worker import sdk_worker_main  # noqa: E402  (after the handler, on purpose)
+from pipeline import beam_import  # noqa: E402
+
+beam_import.import_beam()  # after the handler, on purpose
+from apache_beam.runners.worker import sdk_worker_main  # noqa: E402
+
+
+
+def _wait_for_job(ahead: str) -> None:
+    """Imports the modules and reads the tokenizers ``ahead`` (JSON) names, then takes the
+    job's environment from stdin (or exits when it ends)."""
+    ahead = json.loads(ahead)
+    for module in ahead["modules"]:
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001 - the job imports what it needs again, and fails there if it must
+            pass
+    if ahead["tokenizers"]:
+        from bpe import preloaded
+
+        for path, preset in ahead["tokenizers"]:
+            preloaded.load(path, preset)
+    line = sys.stdin.buffer.readline()
+    if not line:
+        os._exit(0)
+    environment = json.loads(line)
+    os.environ.clear()
+    os.environ.update(environment)
+    stdin = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(stdin, 0)
+
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--warm"]:
+        _wait_for_job(sys.argv[2])
+        sys.argv[1:] = []
     sdk_worker_main.main(sys.argv)  # an error raises here and exits the usual way
     sys.stdout.flush()
     sys.stderr.flush()

@@ -1,7 +1,10 @@
 """CountPreTokenTables: the pipeline's counts equal a plain single-process count."""
 
 import collections
+import os
 import pathlib
+import subprocess
+import sys
 import sysconfig
 
 import apache_beam as beam
@@ -150,3 +153,23 @@ def test_batch_given_as_a_generator_loses_nothing(engine):
     for _, table in fn.process(doc for doc in documents):
         merged.update(table)
     assert dict(merged) == plain_count(documents)
+
+
+@pytest.mark.parametrize("given, threads", [(None, "1"), ("2", "2")])
+def test_a_count_worker_gives_gigatoken_one_thread_unless_told_otherwise(given, threads):
+    pytest.importorskip("gigatoken")
+    code = (
+        "from transforms.count import _CountBatchFn\n"
+        "fn = _CountBatchFn('gpt2', 1000, 4)\n"
+        "fn.setup()\n"
+        "from gigatoken.gigatoken_rs import pretokenized_counts\n"
+        "pretokenized_counts(b'some text, more text', None)\n"  # reports its threads on stderr
+    )
+    env = {k: v for k, v in os.environ.items() if k != "RAYON_NUM_THREADS"}
+    if given is not None:
+        env["RAYON_NUM_THREADS"] = given
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": root}, cwd=root,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert f"Using {threads} threads for pretokenization" in proc.stderr

@@ -26,6 +26,7 @@ that drop finish_bundle output cannot lose counts.
 from __future__ import annotations
 
 import dataclasses
+import os
 import zlib
 from typing import Iterable
 
@@ -87,6 +88,10 @@ class _CountBatchFn(beam.DoFn):
         self._flushes = metrics.counter("count", "early_flushes")
 
     def setup(self):
+        # Beam runs a worker process per core: gigatoken's counting threads (one
+        # per core by default) would make every worker compete for every core.
+        # Set before gigatoken first counts; a value the user gives stands.
+        os.environ.setdefault("RAYON_NUM_THREADS", "1")
         self._counter = PieceCounter(self._pattern, self._engine)
 
     def process(self, batch):

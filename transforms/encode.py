@@ -1,7 +1,8 @@
 """Encoding documents into token IDs: ``EncodeDocuments``.
 
 Each worker loads the tokenizer once (``DoFn.setup``, with ``Tokenizer.load``,
-so local, ``gs://`` and ``s3://`` paths work on any runner) and takes the
+so local, ``gs://`` and ``s3://`` paths work on any runner, or takes the one a
+warm worker read ahead, ``bpe.preloaded``) and takes the
 engine the driver proved for it (``bpe.engines``): the proof names the
 tokenizer's SHA-256, so a file replaced while the job runs cannot silently mix
 two tokenizers in one dataset, and no worker repeats the O(vocabulary) proof.
@@ -23,7 +24,7 @@ from typing import NamedTuple, Sequence
 import apache_beam as beam
 import numpy as np
 
-from bpe import engines
+from bpe import engines, preloaded
 from bpe.engines import EngineProof, ProofMismatch
 from bpe.tokenizer import Tokenizer
 from transforms import metrics
@@ -174,7 +175,9 @@ class _EncodeBatchFn(beam.DoFn):
         self._verified = metrics.counter("encode", "verified_documents")
 
     def setup(self):
-        tokenizer = Tokenizer.load(self._tokenizer_path, self._transport_params, preset=self._preset)
+        tokenizer = preloaded.take(self._tokenizer_path, self._preset, self._proof) or Tokenizer.load(
+            self._tokenizer_path, self._transport_params, preset=self._preset
+        )
         try:
             self._engine = tokenizer.use_proof(self._proof)
         except ProofMismatch:

@@ -1,0 +1,49 @@
+"""Tokenizers a process reads before its job asks for them.
+
+    preloaded.load(path, preset)                                          # ahead of the job
+    tokenizer = preloaded.take(path, preset, proof) or Tokenizer.load(...)  # in the job's step
+
+A warm Beam worker (``pipeline.warm_workers``) reads the job's tokenizer files
+while it waits for the job, and builds each one's engine when the proof cache
+(``bpe.proof_cache``) already holds its proof, so a step's setup finds the
+tokenizer ready. Each one is taken once, and only with the proof its engine
+was built from (or any, when none was built); a second taker reads its own. Taking
+changes nothing a step checks: it still holds the tokenizer against the job's
+proof (``Tokenizer.use_proof``, by SHA-256), so a file changed after the worker
+read it fails the job as any file changed during the job does.
+
+Only local files, and without error: a tokenizer that cannot be read here is
+read again by the step, which reports the problem.
+"""
+
+from __future__ import annotations
+
+from bpe import proof_cache
+from bpe.engines import EngineProof
+from bpe.tokenizer import Tokenizer
+
+__all__ = ["load", "take"]
+
+# (path, preset) -> (tokenizer, the proof its engine was built from, or None)
+_kept: dict[tuple[str, str | None], tuple[Tokenizer, EngineProof | None]] = {}
+
+
+def load(path: str, preset: str | None = None) -> None:
+    """Reads the tokenizer at a local ``path`` (with ``preset`` for a rank file) and keeps it."""
+    try:
+        tokenizer = Tokenizer.load(path, preset=preset)
+        proof = proof_cache.cached(tokenizer)
+        if proof is not None:
+            tokenizer.use_proof(proof)
+    except Exception:  # noqa: BLE001 - the step reads it again and reports what is wrong
+        return
+    _kept[(path, preset)] = (tokenizer, proof)
+
+
+def take(path: str, preset: str | None, proof: EngineProof) -> Tokenizer | None:
+    """The tokenizer ``load`` kept for (path, preset), once, unless its engine was built
+    from another proof than ``proof``; None if there is none."""
+    tokenizer, built_from = _kept.pop((path, preset), (None, None))
+    if built_from is not None and built_from != proof:
+        return None
+    return tokenizer

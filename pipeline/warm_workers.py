@@ -1,0 +1,122 @@
+"""Beam worker processes started at the command's beginning, ready when its job starts.
+
+    warm_workers.start_for(argv, modules)   # in the CLI, before Beam is imported
+    ...                                     # the driver loads, checks, builds the job
+    process = warm_workers.take()           # the runner, for each worker the job needs
+
+A DirectRunner job in multi_processing mode starts its worker processes when
+its first stage runs, and the driver then waits while each one imports Beam,
+pyarrow and our transforms. Started as the command begins, they import all of
+that while the driver does its own start-up (imports, tokenizer, checks,
+pipeline construction), and the runner hands each one the connection details
+of the job instead of starting a new process (``pipeline.runners``).
+
+A warm worker is ``python -m pipeline.worker --warm JSON``: it imports the
+modules the JSON names and reads its tokenizer files (``bpe.preloaded``; the
+values of ``--tokenizer`` and ``--tokenizer-preset``), then waits for one line
+on its stdin, the environment Beam gives its
+workers (the addresses of the runner's control and logging services, the
+pipeline options), and from there runs as Beam's own worker. End of input
+without that line (the command ended before its job, or started none) ends it
+quietly; workers not taken are ended when the command exits. When the pool has
+no worker left (a second job, or a guess below that was too low) the runner
+starts one the usual way, so the pool changes when workers start, never what
+they do.
+
+How many: ``start_for`` reads the Beam flags of the command line itself,
+because Beam's own parsing comes only after Beam is imported. It starts none
+unless the job will run on DirectRunner in multi_processing mode (our default,
+``pipeline.runners.DIRECT_DEFAULTS``), and as many as ``--direct_num_workers``
+says (0: one per core).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import subprocess
+import sys
+from typing import Mapping, Sequence
+
+__all__ = ["WARM_FLAG", "direct_workers", "discard", "start", "start_for", "take"]
+
+WARM_FLAG = "--warm"
+_DIRECT_RUNNERS = {"directrunner", "direct", "switchingdirectrunner", "fnapirunner"}
+
+_idle: list[subprocess.Popen] = []
+
+
+def _flag_values(argv: Sequence[str], name: str) -> list[str]:
+    """The values of ``--name=V`` and ``--name V`` in argv, in order."""
+    values = []
+    for i, arg in enumerate(argv):
+        if arg.startswith(name + "="):
+            values.append(arg.split("=", 1)[1])
+        elif arg == name and i + 1 < len(argv):
+            values.append(argv[i + 1])
+    return values
+
+
+def direct_workers(argv: Sequence[str]) -> int:
+    """How many worker processes a job with these Beam flags starts on DirectRunner's
+    multi_processing mode; 0 for any other runner or mode, or for ``--help``."""
+    if "-h" in argv or "--help" in argv:
+        return 0
+    runner = (_flag_values(argv, "--runner") or ["DirectRunner"])[-1]
+    if runner.rsplit(".", 1)[-1].lower() not in _DIRECT_RUNNERS:
+        return 0
+    if (_flag_values(argv, "--direct_running_mode") or ["multi_processing"])[-1] != "multi_processing":
+        return 0
+    try:
+        count = int((_flag_values(argv, "--direct_num_workers") or ["0"])[-1])
+    except ValueError:
+        return 0  # Beam refuses it before the job starts
+    return count if count > 0 else os.cpu_count() or 1
+
+
+def start(count: int, modules: Sequence[str] = (), tokenizers: Sequence[tuple[str, str | None]] = ()) -> None:
+    """Starts ``count`` warm workers that import ``modules`` and read the local
+    ``tokenizers`` ((path, preset) pairs) while they wait."""
+    ahead = json.dumps({"modules": list(modules), "tokenizers": [list(pair) for pair in tokenizers]})
+    for _ in range(count):
+        _idle.append(subprocess.Popen([sys.executable, "-m", "pipeline.worker", WARM_FLAG, ahead],
+                                      stdin=subprocess.PIPE))
+
+
+def start_for(argv: Sequence[str], modules: Sequence[str] = ()) -> None:
+    """Starts the warm workers the job of this command line will use (``direct_workers``),
+    reading its ``--tokenizer`` files as the job will name them (local paths made absolute)."""
+    preset = (_flag_values(argv, "--tokenizer-preset") or [None])[-1]
+    tokenizers = [(_job_path(path), preset) for path in _flag_values(argv, "--tokenizer")]
+    start(direct_workers(argv), modules, [pair for pair in tokenizers if pair[0] is not None])
+
+
+def _job_path(path: str) -> str | None:
+    """A local path as the drivers hand it to their jobs (``pipeline.outputs.absolute``); None for a URL."""
+    path = path.removeprefix("file://")
+    return None if "://" in path else os.path.abspath(path)
+
+
+def take(environment: Mapping[str, str]) -> subprocess.Popen | None:
+    """A warm worker, made Beam's worker for ``environment``; None when none is left."""
+    while _idle:
+        process = _idle.pop(0)
+        try:
+            process.stdin.write(json.dumps(dict(environment)).encode("utf-8") + b"\n")
+            process.stdin.close()
+        except OSError:  # it has ended (killed from outside): the next one, or a new process
+            process.kill()
+            process.wait()
+            continue
+        return process
+    return None
+
+
+@atexit.register
+def discard() -> None:
+    """Ends every warm worker no job has taken."""
+    while _idle:
+        process = _idle.pop()
+        process.kill()
+        process.wait()

@@ -1,0 +1,266 @@
+"""Workers started before the job (pipeline.warm_workers), tokenizers read ahead
+(bpe.preloaded) and Beam imported without pandas (pipeline.beam_import)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import apache_beam as beam
+import pytest
+
+import bpe
+from bpe import preloaded, proof_cache
+from pipeline import warm_workers
+from pipeline.runners import new_pipeline, pipeline_options
+from transforms.encode import _EncodeBatchFn
+from tests.helpers import train_small
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORES = os.cpu_count() or 1
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["encode", "--input", "x"], CORES),
+    (["encode", "--direct_num_workers=3"], 3),
+    (["encode", "--direct_num_workers", "2"], 2),
+    (["encode", "--direct_num_workers=0"], CORES),
+    (["encode", "--direct_num_workers=2", "--direct_num_workers=1"], 1),  # Beam takes the last
+    (["encode", "--runner=DirectRunner", "--direct_num_workers=2"], 2),
+    (["encode", "--runner", "apache_beam.runners.direct.DirectRunner", "--direct_num_workers=2"], 2),
+    (["encode", "--direct_running_mode=in_memory"], 0),
+    (["encode", "--direct_running_mode", "multi_threading", "--direct_num_workers=2"], 0),
+    (["encode", "--runner=FlinkRunner"], 0),
+    (["encode", "--runner", "PrismRunner"], 0),
+    (["encode", "--help"], 0),
+    (["encode", "-h"], 0),
+    (["encode", "--direct_num_workers=two"], 0),
+])
+def test_the_pool_starts_as_many_workers_as_the_job_will_run(argv, expected):
+    assert warm_workers.direct_workers(argv) == expected
+
+
+class _Pid(beam.DoFn):
+    def process(self, element):
+        yield os.getpid()
+
+
+def _write_pids(pids, directory):
+    for pid in pids:
+        open(os.path.join(directory, str(pid)), "w").close()
+
+
+def test_a_job_runs_on_the_warm_workers_and_empties_the_pool(tmp_path):
+    warm_workers.start(2, ["transforms.read"])
+    warm = {process.pid for process in warm_workers._idle}
+    assert len(warm) == 2
+    options = pipeline_options(["--direct_running_mode=multi_processing", "--direct_num_workers=2"])
+    with new_pipeline(options) as p:
+        _ = (p | beam.Create(range(40)) | beam.Reshuffle() | beam.ParDo(_Pid())
+             | beam.Map(lambda pid, d=str(tmp_path): _write_pids([pid], d)))
+    used = {int(name) for name in os.listdir(tmp_path)}
+    assert used and used <= warm  # every element ran in a warm worker
+    assert warm_workers._idle == []
+
+
+def test_with_no_warm_worker_left_the_job_starts_its_own(tmp_path):
+    assert warm_workers._idle == []
+    options = pipeline_options(["--direct_running_mode=multi_processing", "--direct_num_workers=2"])
+    with new_pipeline(options) as p:
+        _ = p | beam.Create(range(10)) | beam.Map(lambda x, d=str(tmp_path): _write_pids([os.getpid()], d))
+    assert os.listdir(tmp_path)
+    assert int(os.listdir(tmp_path)[0]) != os.getpid()
+
+
+def test_a_worker_killed_before_its_job_is_passed_over():
+    warm_workers.start(2)
+    first, second = warm_workers._idle
+    first.kill()
+    first.wait()
+    taken = warm_workers.take({"PATH": os.environ.get("PATH", "")})
+    try:
+        assert taken is second
+        assert warm_workers._idle == []
+        assert warm_workers.take({}) is None
+    finally:
+        taken.kill()
+        taken.wait()
+
+
+def test_workers_no_job_takes_end_with_the_command_or_when_their_input_ends():
+    warm_workers.start(2)
+    processes = list(warm_workers._idle)
+    warm_workers.discard()
+    assert warm_workers._idle == []
+    assert all(process.poll() is not None for process in processes)
+    # A warm worker whose driver goes away (its stdin ends) exits by itself, with 0.
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    ahead = json.dumps({"modules": ["transforms.read"], "tokenizers": []})
+    process = subprocess.Popen([sys.executable, "-m", "pipeline.worker", "--warm", ahead],
+                               stdin=subprocess.PIPE, env=env, cwd=ROOT)
+    process.stdin.close()
+    assert process.wait(timeout=120) == 0
+
+
+def _warm_processes(marker: str) -> list[int]:
+    """The processes whose command line is a warm worker's naming ``marker`` (a path)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    cmdline = f.read()
+            except OSError:
+                continue
+            if b"pipeline.worker\0--warm" in cmdline and marker.encode() in cmdline:
+                found.append(int(entry))
+    return found
+
+
+def _beam_bpe(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", *argv], env={**os.environ, "PYTHONPATH": ROOT},
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_a_cli_job_runs_and_leaves_no_warm_worker_behind(corpus, tmp_path):
+    source = corpus.write("a.txt", "".join(f"line {i} of the text\n" for i in range(200)).encode())
+    tokenizer = train_small(["some text to train on, some text"] * 20)
+    tokenizer.save(str(tmp_path / "tok"))
+    proc = _beam_bpe("encode", "--tokenizer", str(tmp_path / "tok"), "--input", source,
+                     "--output", str(tmp_path / "out"), "--direct_num_workers=2", "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    assert "200 documents" in proc.stderr
+    assert _warm_processes(str(tmp_path / "tok")) == []
+
+
+def test_a_command_that_fails_before_its_job_ends_its_warm_workers(tmp_path):
+    missing = str(tmp_path / "missing-tokenizer")
+    proc = _beam_bpe("encode", "--tokenizer", missing, "--input", missing, "--output", str(tmp_path / "out"),
+                     "--direct_num_workers=2")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("beam-bpe encode: error:"), proc.stderr
+    assert _warm_processes(missing) == []
+
+
+# --- bpe.preloaded ---------------------------------------------------------------
+
+
+@pytest.fixture
+def two_tokenizers(tmp_path):
+    first = train_small(["the first tokenizer's text, the first"] * 20)
+    second = train_small(["quite another corpus: zebra quartz zebra"] * 20, vocab_size=620)
+    path = str(tmp_path / "tok")
+    first.save(path)
+    return path, first, second
+
+
+def test_a_preloaded_tokenizer_is_taken_once_with_its_engine_built(two_tokenizers):
+    path, first, _ = two_tokenizers
+    loaded = bpe.Tokenizer.load(path)
+    proof = proof_cache.proven(loaded)  # now cached, as the driver leaves it
+    preloaded.load(path)
+    tokenizer = preloaded.take(path, None, proof)
+    assert tokenizer is not None and tokenizer.sha256 == loaded.sha256
+    assert tokenizer._engine is not None  # built ahead, from the cached proof
+    assert tokenizer.encode("the first tokenizer") == first.encode("the first tokenizer")
+    assert preloaded.take(path, None, proof) is None  # once
+
+
+def test_a_preloaded_tokenizer_built_from_another_proof_is_not_taken(two_tokenizers):
+    path, _, _ = two_tokenizers
+    proof = proof_cache.proven(bpe.Tokenizer.load(path))
+    preloaded.load(path)
+    other = type(proof)(tokenizer_sha256=proof.tokenizer_sha256, engine="python", rejected=(), chain=())
+    assert other != proof
+    assert preloaded.take(path, None, other) is None
+    assert preloaded.take(path, None, proof) is None  # the kept one went with the refusal
+
+
+def test_an_unreadable_tokenizer_is_not_kept(tmp_path):
+    preloaded.load(str(tmp_path / "missing"))
+    assert preloaded.take(str(tmp_path / "missing"), None, None) is None
+
+
+def test_a_tokenizer_file_changed_after_it_was_read_ahead_fails_the_step(two_tokenizers, tmp_path, monkeypatch):
+    monkeypatch.setenv(proof_cache.CACHE_VARIABLE, str(tmp_path / "empty-cache"))  # no proof of the first
+    path, _, second = two_tokenizers
+    preloaded.load(path)  # the warm worker reads the first tokenizer...
+    second.save(path)  # ...then the file changes before the driver proves it
+    proof = proof_cache.proven(bpe.Tokenizer.load(path))
+    fn = _EncodeBatchFn(path, proof, eos_token=None, append_eos=False)
+    with pytest.raises(RuntimeError, match="changed while the job ran"):
+        fn.setup()
+
+
+def test_a_tokenizer_read_ahead_with_its_engine_is_not_mixed_with_the_new_file(two_tokenizers, tmp_path,
+                                                                                monkeypatch):
+    monkeypatch.setenv(proof_cache.CACHE_VARIABLE, str(tmp_path / "cache"))
+    path, first, second = two_tokenizers
+    proof_cache.proven(bpe.Tokenizer.load(path))  # the first one's proof is cached: its engine is built ahead
+    preloaded.load(path)
+    second.save(path)
+    proof = proof_cache.proven(bpe.Tokenizer.load(path))
+    fn = _EncodeBatchFn(path, proof, eos_token=None, append_eos=False)
+    fn.setup()  # takes nothing: the kept engine is the first tokenizer's; the step reads the file
+    text = b"quite another corpus, zebra"
+    assert list(fn._engine.encode_array(text)) == second.encode(text.decode())
+    assert second.encode(text.decode()) != first.encode(text.decode())
+
+
+# --- pipeline.beam_import --------------------------------------------------------
+
+
+def test_beam_is_imported_without_pandas_and_pandas_imports_afterwards():
+    pytest.importorskip("pandas")
+    code = (
+        "import sys\n"
+        "from pipeline import beam_import\n"
+        "beam_import.import_beam()\n"
+        "assert 'apache_beam' in sys.modules and 'pandas' not in sys.modules, sorted(sys.modules)[:5]\n"
+        "import pandas, apache_beam as beam\n"
+        "assert pandas.DataFrame({'a': [1]}).shape == (1, 1)\n"
+        "with beam.Pipeline() as p:\n"
+        "    p | beam.Create([1, 2]) | beam.Map(lambda x: x)\n"
+        "print('ok')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": ROOT}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+def test_the_worker_process_does_not_import_pandas():
+    pytest.importorskip("pandas")
+    code = (
+        "import runpy, sys\n"
+        "sys.argv = ['pipeline.worker']\n"
+        "import pipeline.worker\n"  # the module body runs up to its __main__ block
+        "print('pandas' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": ROOT}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.stdout.strip() == "False", proc.stderr[-2000:]
+
+
+def test_the_command_line_starts_warm_workers_and_ends_the_ones_no_job_took(tmp_path, monkeypatch):
+    from pipeline import cli
+
+    started = []
+    real_start = warm_workers.start
+
+    def start(count, modules=(), tokenizers=()):
+        real_start(count, modules, tokenizers)
+        started.extend(warm_workers._idle)
+
+    monkeypatch.setattr(warm_workers, "start", start)
+    missing = str(tmp_path / "missing-tokenizer")
+    monkeypatch.setattr(sys, "argv", ["beam-bpe", "encode", "--tokenizer", missing, "--input", missing,
+                                      "--output", str(tmp_path / "out"), "--direct_num_workers=2"])
+    assert cli.main() == 2
+    assert len(started) == 2
+    assert warm_workers._idle == []
+    assert all(process.poll() is not None for process in started)
+    # Called with its arguments (from Python, as the tests do), the command starts none.
+    started.clear()
+    assert cli.main(["encode", "--tokenizer", missing, "--input", missing, "--output", str(tmp_path / "out"),
+                     "--direct_num_workers=2"]) == 2
+    assert started == []
