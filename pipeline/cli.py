@@ -40,7 +40,7 @@ COMMANDS = {
 # before the job (pipeline.warm_workers); decode runs no Beam job.
 _READ = ("transforms.read", "transforms.dead_letters")
 WORKER_MODULES = {
-    "train": (*_READ, "transforms.count"),
+    "train": (*_READ, "transforms.count", "pipeline.word_counts", "pyarrow.parquet"),
     "encode": (*_READ, "transforms.encode", "transforms.shards", "pyarrow.parquet"),
     "report": (*_READ, "transforms.report", "transforms.report_sample"),
     "pack": ("transforms.pack", "transforms.sequence_formats", "pyarrow.parquet"),

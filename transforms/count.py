@@ -208,7 +208,7 @@ class CountPreTokenTables(beam.PTransform):
     """
 
     pattern: str = "gpt2"
-    batch_bytes: int = 4 << 20
+    batch_bytes: int = 16 << 20
     max_batch_pieces: int = 500_000
     min_word_count: int = 1
     num_partitions: int = 64
