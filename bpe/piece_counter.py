@@ -33,7 +33,7 @@ ENGINES = ("auto", "gigatoken", "regex")
 # The most document bytes the fast engine counts in one call, unless told. Bigger
 # calls leave fewer partial tables to merge in Python, but while a call runs its
 # memory grows with its unique pieces, which are at most its bytes.
-CALL_BYTES = 4 << 20
+CALL_BYTES = 64 << 20
 
 
 def choose_engine(pattern: str, engine: str = "auto") -> tuple[str, str]:

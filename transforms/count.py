@@ -208,8 +208,8 @@ class CountPreTokenTables(beam.PTransform):
     """
 
     pattern: str = "gpt2"
-    batch_bytes: int = 16 << 20
-    max_batch_pieces: int = 500_000
+    batch_bytes: int = 64 << 20
+    max_batch_pieces: int = 2_000_000
     min_word_count: int = 1
     num_partitions: int = 64
     engine: str = "auto"
