@@ -34,7 +34,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipeline import outputs, progress
 from pipeline.errors import UserError
 from pipeline.runners import describe_runner, new_pipeline, pipeline_options
-from transforms.pack import PackSequences
+from transforms.pack import PackSequences, shard_units
 from transforms.pack_input import ShardsInfo, describe_shards
 from transforms.packing import SPLITS
 from transforms.sequence_formats import FORMATS, SUFFIXES, WriteFiles, WriteSequences, check_format, written_counts
@@ -42,6 +42,7 @@ from transforms.shards import SHARD_GLOB
 
 STATS_FILE = "stats.json"  # written last: the completion marker
 PLAN_FILE = "plan.json"  # written by the job into the staging directory
+SPILL_DIR = "spill"  # in the staging directory: the job's spilled token streams (transforms.pack_spill)
 # What a job leaves in DIR besides stats.json, relative to DIR.
 RESULTS = (*(f"{split}/part-*" for split in SPLITS), f"{outputs.DEAD_LETTERS_DIR}/{outputs.DEAD_LETTER_GLOB}")
 
@@ -94,7 +95,7 @@ def run(args: argparse.Namespace, beam_args: list[str], encoded: str | None = No
                 b"seq_len": str(args.seq_len).encode(), b"targets": str(int(args.targets)).encode()}
 
     p = new_pipeline(options)
-    packed = p | "Pack" >> transform
+    packed = p | "Units" >> beam.Create(shard_units(shards)) | "Pack" >> transform
     _ = packed.blocks | "WriteSequences" >> WriteSequences(
         staging, args.format, inputs.vocab_size, metadata, loss_mask=transform.layout.has_padding
     )
@@ -105,6 +106,7 @@ def run(args: argparse.Namespace, beam_args: list[str], encoded: str | None = No
     )
     progress.Progress("pack", "pack", fields=progress.PACKED, enabled=not args.no_progress,
                       every=args.progress_every).run(p)
+    outputs.delete(staging, (SPILL_DIR,))
 
     stats = collect_stats(staging, args.format, inputs, _settings(args, transform))
     if encoded is not None:
@@ -171,7 +173,8 @@ def _check_arguments(args: argparse.Namespace, shards: list[str], output: output
     pad_id = args.pad_id if args.pad_id is not None else (inputs.eos_token_id or 0)
     try:
         transform = PackSequences(
-            shards, args.seq_len, targets=args.targets, split_documents=not args.no_split_documents,
+            FileSystems.join(output.staging, SPILL_DIR), args.seq_len, targets=args.targets,
+            split_documents=not args.no_split_documents,
             drop_remainder=args.drop_remainder, pad_id=pad_id, seed=args.seed,
             validation_fraction=args.validation_fraction, validation_documents=args.validation_documents,
             vocab_size=inputs.vocab_size, tokens_per_file=args.tokens_per_file, window_tokens=args.window_tokens,
