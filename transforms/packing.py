@@ -367,10 +367,12 @@ def assemble(pieces: Pieces, plan: SplitPlan, file: int, pad_id: int, dtype, rea
     expected = np.cumsum(sizes) - sizes - np.repeat(np.cumsum(real) - real, per_row)
     if len(real) != rows or (real == 0).any() or (real > length).any() or (position != expected).any():
         raise RuntimeError(f"{plan.split} file {file}: the pieces do not tile {rows} sequences of {length} tokens")
-    input_ids = np.full((rows, length), pad_id, dtype=dtype)
+    input_ids = np.empty((rows, length), dtype=dtype)
     flat = input_ids.reshape(-1)
     for source, offset, target, size in read_runs(pieces, length):
         read(source, offset, flat[target: target + size])
+    for r in np.flatnonzero(real < length).tolist():  # the pieces tile each row's start: the rest is padding
+        input_ids[r, real[r]:] = pad_id
     return SequenceBlock(
         plan.split, file, plan.files, input_ids, real,
         np.concatenate([[0], np.cumsum(per_row)]).astype(np.int64),
