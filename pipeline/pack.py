@@ -13,8 +13,15 @@ headers, and the job's plan of each split) and checked: the real tokens
 written plus the dropped ones equal the tokens of the input shards, and the
 documents of both splits are the input's documents.
 
+``beam-bpe encode --pack N`` is one job: encode's part of the pipeline
+(``pipeline.encode.build``) writes token shards into the staging directory,
+and the packing stages read them once all are written, exactly as ``pack``
+reads a user's shards.
+
 Crash safety (``pipeline.outputs.StagedOutput``, as in ``beam-bpe encode``):
-the job writes into ``DIR/.staging/``; on success train/ and validation/ (a
+the job writes into ``DIR/.staging/`` (with the spilled token streams of
+packing, ``transforms.pack_spill``, in ``spill/``, about two or four bytes
+a token, removed after the job); on success train/ and validation/ (a
 split without sequences has no folder) are moved into DIR and stats.json, the
 completion marker, is written last. A directory without stats.json holds
 leftovers, removed on rerun; a complete one is replaced only with --overwrite.
