@@ -86,6 +86,16 @@ class ShardUnits(beam.PTransform):
 # ---------------------------------------------------------------- the DoFns
 
 
+def _use_jemalloc() -> None:
+    """Arrow's jemalloc pool gives freed memory back to the system sooner than its
+    default, so a worker's peak stays about that of one unit or one output file
+    however many it handles."""
+    try:
+        pa.set_memory_pool(pa.jemalloc_memory_pool())
+    except NotImplementedError:  # an Arrow built without jemalloc
+        pass
+
+
 def _local_smallest(unit: Unit, n: int) -> list[tuple[int, str]]:
     ids = open_shard(unit.path).read_row_group(unit.row_group, columns=["id"]).column("id").to_pylist()
     return smallest_keys(ids, id_hashes(ids), n)
@@ -94,6 +104,9 @@ def _local_smallest(unit: Unit, n: int) -> list[tuple[int, str]]:
 class _SpillFn(beam.DoFn):
     def __init__(self, directory: str, dtype):
         self._directory, self._dtype = directory, dtype
+
+    def setup(self):
+        _use_jemalloc()
 
     def process(self, unit: Unit, rule) -> Iterable[UnitDocuments]:
         yield spill_unit(unit, rule, self._directory, self._dtype)
@@ -172,6 +185,9 @@ class _AssembleFn(beam.DoFn):
         self._directory, self._pad_id, self._dtype = directory, pad_id, dtype
         self._sequences = metrics.counter("pack", "sequences")
         self._tokens = metrics.counter("pack", "real_tokens")
+
+    def setup(self):
+        _use_jemalloc()
 
     def start_bundle(self):
         self._reader = SpillReader(self._dtype)
@@ -266,20 +282,20 @@ class PackSequences(beam.PTransform):
         return np.uint16 if self.vocab_size <= 1 << 16 else np.uint32
 
     def _rule(self, units):
+        """The validation rule: a value, or for a number of documents a side input computed from the ids."""
         if self.validation_documents:
             n = self.validation_documents
-            return (
+            return beam.pvalue.AsSingleton(
                 units
                 | "LocalSmallestIds" >> beam.FlatMap(_local_smallest, n)
                 | "SmallestIds" >> beam.combiners.Top.Smallest(n)
                 | "Rule" >> beam.Map(lambda keys: ValidationRule(last=keys[-1]) if keys else None)
             )
-        rule = ValidationRule.fraction(self.validation_fraction) if self.validation_fraction else None
-        return units.pipeline | "Rule" >> beam.Create([rule])
+        return ValidationRule.fraction(self.validation_fraction) if self.validation_fraction else None
 
     def expand(self, units):
         layout, single = self.layout, beam.pvalue.AsSingleton
-        documents = units | "Spill" >> beam.ParDo(_SpillFn(self.scratch_dir, self.dtype), single(self._rule(units)))
+        documents = units | "Spill" >> beam.ParDo(_SpillFn(self.scratch_dir, self.dtype), self._rule(units))
         offsets = (
             documents
             | "Count" >> beam.Map(lambda d: (d.key, d.counts()))
