@@ -70,15 +70,18 @@ def spill_unit(unit: Unit, rule: ValidationRule | None, directory: str, dtype) -
     ids = {split: [] for split in SPLITS}
     for batch_ids, batch_lengths, tokens in read_batches(unit):
         id_array = pa.array(batch_ids, pa.string())
-        for split, mask in split_masks(batch_ids, rule).items():
-            if not mask.any():
-                continue
-            every = mask.all()
-            lengths[split].append(batch_lengths if every else batch_lengths[mask])
-            ids[split].append(id_array if every else id_array.filter(mask))
+        masks = split_masks(batch_ids, rule)
+        for split, mask in masks.items():
+            if mask.any():
+                every = mask.all()
+                lengths[split].append(batch_lengths if every else batch_lengths[mask])
+                ids[split].append(id_array if every else id_array.filter(mask))
+        tokens = tokens.astype(dtype, copy=False)
+        bounds = np.concatenate([[0], np.cumsum(batch_lengths)])
+        for split, first, last in _runs(masks["validation"]):
             if split not in writers:
                 writers[split] = _StreamWriter(spill_path(directory, split, unit.key))
-            writers[split].write((tokens if every else tokens[np.repeat(mask, batch_lengths)]).astype(dtype, copy=False))
+            writers[split].write(tokens[bounds[first]: bounds[last]])
     for writer in writers.values():
         writer.commit()
     return UnitDocuments(
@@ -86,6 +89,15 @@ def spill_unit(unit: Unit, rule: ValidationRule | None, directory: str, dtype) -
         {s: np.concatenate(lengths[s]) if lengths[s] else np.zeros(0, np.int64) for s in SPLITS},
         {s: pa.concat_arrays(ids[s]) if ids[s] else pa.array([], pa.string()) for s in SPLITS},
     )
+
+
+def _runs(validation: np.ndarray):
+    """(split, first, last document + 1) of each run of consecutive documents of one split."""
+    changes = np.flatnonzero(validation[1:] != validation[:-1]) + 1
+    starts, ends = np.concatenate([[0], changes]), np.concatenate([changes, [len(validation)]])
+    for first, last in zip(starts.tolist(), ends.tolist()):
+        if last > first:
+            yield SPLITS[int(validation[first])], first, last
 
 
 class SpillReader:
