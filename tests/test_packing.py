@@ -28,9 +28,8 @@ def distributed_pack(docs, units, layout, rule, pad_id=0):
     each unit's tokens of a split set aside as a stream, pieces referring to them."""
     streams, documents = {}, []
     for key, unit in enumerate(units):
-        lengths, ids = {}, {}
-        for split in ("train", "validation"):
-            lengths[split], tokens, ids[split] = np.zeros(0, np.int64), np.zeros(0, np.uint32), pa.array([], pa.string())
+        lengths = {split: np.zeros(0, np.int64) for split in ("train", "validation")}
+        ids = {split: pa.array([], pa.string()) for split in ("train", "validation")}
         for split, split_lengths, tokens, split_ids in unit_splits(unit, rule):
             lengths[split], ids[split], streams[split, key] = split_lengths, split_ids, tokens
         documents.append(UnitDocuments((0, key), lengths, ids))

@@ -5,11 +5,12 @@ documents (whole-document packing) and per output file, so no worker holds
 more than about one of those; the algorithm is ``transforms.packing``.
 
     units ──Spill──> UnitDocuments ──> Offsets (side input: each unit's stream position)
-      (tokens set aside: transforms.pack_spill)   │
-      ├── split documents ──Cut──> pieces by output file ─────────────────────┐
+      │  (tokens set aside: transforms.pack_spill)
+      ├── split documents ──Cut──> pieces by output file ───────────────┐
       └── whole documents ──Window──> GroupByKey ──BestFit──> bins ──Place──┤
                                                                    GroupByKey
-                                                    (tokens read back) └──Assemble──> SequenceBlock
+                                                                       └──Assemble──> SequenceBlock
+                                                   (tokens read back from the spill)
 
 The input shards are read once, by Spill, which sets every unit's tokens of
 each split aside as one raw stream in the scratch directory and passes on only

@@ -84,6 +84,8 @@ class Offsets:
     starts: dict  # unit key -> {split: global position of the unit's first token}
     documents: dict[str, int]
     tokens: dict[str, int]
+    keys: tuple = ()  # the unit keys in stream order
+    numbers: dict = dataclasses.field(default_factory=dict)  # unit key -> its place in ``keys``
 
     @classmethod
     def from_counts(cls, counts: Iterable[tuple[tuple, UnitCounts]]) -> "Offsets":
@@ -94,14 +96,11 @@ class Offsets:
             for split in SPLITS:
                 documents[split] += unit.documents[split]
                 tokens[split] += unit.tokens[split]
-        return cls(starts, documents, tokens)
-
-    @property
-    def keys(self) -> list:
-        return list(self.starts)  # in stream order: from_counts inserts them sorted
+        keys = tuple(starts)
+        return cls(starts, documents, tokens, keys, {key: number for number, key in enumerate(keys)})
 
     def source(self, key) -> int:
-        return self.keys.index(key)
+        return self.numbers[key]
 
 
 # ---------------------------------------------------------------- the layout of the output
@@ -387,7 +386,8 @@ def read_runs(pieces: Pieces, length: int) -> Iterator[tuple[int, int, int, int]
     target = pieces.sequence * length + pieces.position
     order = np.lexsort((pieces.offset, pieces.source))
     source, offset, target, size = pieces.source[order], pieces.offset[order], target[order], pieces.length[order]
-    joined = (source[1:] == source[:-1]) & (offset[1:] == offset[:-1] + size[:-1]) & (target[1:] == target[:-1] + size[:-1])
+    follows = (offset[1:] == offset[:-1] + size[:-1]) & (target[1:] == target[:-1] + size[:-1])
+    joined = (source[1:] == source[:-1]) & follows
     firsts = np.flatnonzero(np.concatenate([[True], ~joined])) if len(order) else np.zeros(0, np.int64)
     sizes = np.add.reduceat(size, firsts) if len(firsts) else firsts
     yield from zip(source[firsts].tolist(), offset[firsts].tolist(), target[firsts].tolist(), sizes.tolist())
