@@ -63,8 +63,8 @@ PiecesByFile = Tuple[Tuple[str, int], Pieces]
 
 
 def shard_units(paths: Sequence[str]) -> list[Unit]:
-    """The units of these shards, in stream order: the paths sorted, then row groups."""
-    return [Unit(file, path, row_group) for file, path in enumerate(sorted(paths))
+    """The units of these shards, in stream order: the paths sorted (each once), then row groups."""
+    return [Unit(file, path, row_group) for file, path in enumerate(sorted(set(paths)))
             for row_group in range(open_shard(path).metadata.num_row_groups)]
 
 
