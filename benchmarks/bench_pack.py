@@ -175,20 +175,16 @@ def run_pack(paths: list[str], out: str, args) -> tuple[float, float, dict, dict
     return run.seconds, run.cpu, stats, {pid: (cmd, peak, pid == run.pid) for pid, (cmd, peak) in run.peaks.items()}
 
 
-def empty_job_seconds(workers: int) -> tuple[float, list[int]]:
-    """Wall clock of a Beam job that does nothing, on the same runner (the start-up
-    floor), and the peak RSS of its worker processes (the memory floor)."""
+def empty_job(workers: int) -> tuple[float, float, list[int]]:
+    """Wall clock and CPU time of a Beam job that does nothing, on the same runner
+    (the start-up floor), and the peak RSS of its worker processes (the memory floor)."""
     code = ("import apache_beam as beam; from pipeline.runners import new_pipeline, pipeline_options\n"
             "import transforms.pack\n"
             "with new_pipeline(pipeline_options(['--direct_num_workers=%d'])) as p:\n"
             "    p | beam.Create([1, 2]) | beam.Map(lambda x: x)" % workers)
-    start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.DEVNULL)
-    memory = PeakMemory(proc.pid)
-    proc.wait()
-    seconds = time.perf_counter() - start
-    peaks = sorted(peak for pid, (_, peak) in memory.stop().items() if pid != proc.pid and peak >= 16 << 20)
-    return seconds, peaks
+    run = timed_run([sys.executable, "-c", code])
+    peaks = sorted(peak for pid, (_, peak) in run.peaks.items() if pid != run.pid and peak >= 16 << 20)
+    return run.seconds, run.cpu, peaks
 
 
 def main(argv=None) -> None:
@@ -210,8 +206,8 @@ def main(argv=None) -> None:
     shards = sorted(glob.glob(os.path.join(token_shards(args.mb, args.vocab, args.workers), "part-*.parquet")))
     work = tempfile.mkdtemp(prefix="bench-pack-")
     print(f"load: {os.getloadavg()[0]:.2f} (1 min average) on {os.cpu_count()} cores")
-    seconds, peaks = empty_job_seconds(args.workers)
-    print(f"an empty Beam job, {args.workers} workers: {seconds:.2f} s; peak RSS of its workers: "
+    seconds, cpu, peaks = empty_job(args.workers)
+    print(f"an empty Beam job, {args.workers} workers: {seconds:.2f} s, CPU {cpu:.2f} s; peak RSS of its workers: "
           f"{', '.join(f'{p / 2**20:.0f} MiB' for p in peaks)}")
     for label, paths in (("half", shards[: len(shards) // 2]), ("all", shards)):
         floor_s, tokens = flatten_floor(paths, os.path.join(work, "flat.bin"))

@@ -118,3 +118,21 @@ def test_encode_with_pack_is_one_beam_job(tmp_path, monkeypatch):
     stats = json.loads((out / "stats.json").read_text())
     assert stats["tokens"] == stats["encode"]["tokens"] and stats["documents"] == len(lines)
     assert sorted(os.listdir(out)) == [".beam-bpe-output.json", "dead_letters", "stats.json", "train"]
+
+
+@pytest.mark.parametrize("whole", [False, True], ids=["split", "whole"])
+def test_ids_past_uint16_spill_and_pack_whole(tmp_path, whole):
+    """A vocabulary past 65536 IDs: the streams hold uint32 tokens, read back exactly."""
+    from tests.helpers import read_packed_parquet, reference_pack
+
+    rng = np.random.default_rng(9)
+    docs = [(f"d{i}", rng.integers(60_000, 100_000, rng.integers(1, 50)).tolist()) for i in range(80)]
+    write_token_shards(docs, tmp_path / "in", shards=2, rows_per_group=15, vocab_size=100_000)
+    out = tmp_path / "out"
+    options = ["--no-split-documents", "--window-tokens", "300"] if whole else []
+    assert pack("--input", str(tmp_path / "in"), "--seq-len", "24", "--output", str(out), "--seed", "5",
+                "--validation-fraction", "0.2", *options, *IN_MEMORY) == 0
+    expected = reference_pack(docs, 24, split_documents=not whole, seed=5, validation=reference_validation(docs, 0.2),
+                              window_tokens=300)
+    assert {s: read_packed_parquet(out, s) for s in ("train", "validation")} == expected
+    assert max(t for rows in expected.values() for ids, *_ in rows for t in ids) > 65535
