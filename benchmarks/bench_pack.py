@@ -8,11 +8,13 @@
    array with numpy, on one core.
 3. ``beam-bpe pack`` (DirectRunner, multi_processing, N workers, a validation
    split), wall clock including job start-up, on half of the shards and on all of
-   them: tokens per second, the ratio to the floor, and the peak RSS of every
-   process of the job (driver and workers); beside it, the time of an empty
-   Beam job on the same runner (its start-up).
+   them: tokens per second, the ratio to the floor, the CPU time of all the
+   job's processes (``CpuTime``: on a shared machine it moves far less than the
+   wall clock) and the peak RSS of every process of the job (driver and
+   workers); beside it, the time of an empty Beam job on the same runner (its
+   start-up).
 4. With ``--encode``: ``beam-bpe encode`` and ``beam-bpe encode --pack`` on the
-   corpus, one after the other, and what packing adds.
+   corpus, one after the other, and what packing adds, in wall clock and CPU.
 """
 
 from __future__ import annotations
@@ -25,17 +27,68 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow.parquet as pq
 
 import bpe
-from benchmarks.bench_encode import PeakMemory
+from benchmarks.bench_encode import PeakMemory, _descendants
 from benchmarks.corpus import CACHE_DIR, corpus_text, word_counts
 
 BEAM_BPE = [sys.executable, "-m", "pipeline.cli"]
 SHARDS = 8
+
+
+class CpuTime:
+    """Polls the CPU time (user + system) of a process and all its descendants:
+    the sum over every process of the last figure seen, so the work a job does,
+    about the same on a busy machine as on a quiet one."""
+
+    TICK = os.sysconf("SC_CLK_TCK")
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.seconds: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.is_set():
+            for pid in _descendants(self.pid):
+                try:
+                    with open(f"/proc/{pid}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                self.seconds[pid] = (int(fields[11]) + int(fields[12])) / self.TICK  # utime, stime
+            self._stop.wait(0.1)
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return sum(self.seconds.values())
+
+
+class Run(NamedTuple):
+    seconds: float  # wall clock
+    cpu: float  # CPU seconds of all its processes
+    peaks: dict  # {pid: (command line, peak RSS)}
+    pid: int  # of the command itself
+    code: int
+    err: bytes
+
+
+def timed_run(command: list[str]) -> Run:
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, stderr=subprocess.PIPE)
+    memory, cpu = PeakMemory(proc.pid), CpuTime(proc.pid)
+    _, err = proc.communicate()
+    seconds = time.perf_counter() - start
+    return Run(seconds, cpu.stop(), memory.stop(), proc.pid, proc.returncode, err)
 
 
 def encode_inputs(mb: float, vocab: int) -> tuple[str, str]:
@@ -73,17 +126,24 @@ def token_shards(mb: float, vocab: int, workers: int) -> str:
 def compare_encode(args, work: str) -> None:
     """``encode`` beside ``encode --pack``, alternating, best of ``--repeat``."""
     seconds = {"encode": [], "encode --pack": []}
+    cpu = {"encode": [], "encode --pack": []}
     base = encode_command(args.mb, args.vocab, os.path.join(work, "encoded"), args.workers)
+    packed = [*encode_command(args.mb, args.vocab, os.path.join(work, "packed"), args.workers),
+              "--pack", str(args.seq_len), "--validation-fraction", "0.01"]
     for _ in range(args.repeat):
-        for label, command in (("encode", base), ("encode --pack", [*base, "--pack", str(args.seq_len),
-                                                                    "--validation-fraction", "0.01"])):
-            start = time.perf_counter()
-            subprocess.run(command, check=True, stderr=subprocess.DEVNULL)
-            seconds[label].append(time.perf_counter() - start)
-            print(f"  {label}: {seconds[label][-1]:.2f} s (load {os.getloadavg()[0]:.2f})")
+        for label, command in (("encode", base), ("encode --pack", packed)):
+            run = timed_run(command)
+            if run.code:
+                sys.exit(f"{label} failed:\n{run.err.decode()[-3000:]}")
+            seconds[label].append(run.seconds)
+            cpu[label].append(run.cpu)
+            print(f"  {label}: {run.seconds:.2f} s, CPU {run.cpu:.2f} s (load {os.getloadavg()[0]:.2f})")
     best = {label: min(s) for label, s in seconds.items()}
+    least = {label: min(s) for label, s in cpu.items()}
     print(f"encode: {best['encode']:.2f} s; encode --pack {args.seq_len}: {best['encode --pack']:.2f} s "
-          f"(+{100 * (best['encode --pack'] / best['encode'] - 1):.0f}%), best of {args.repeat}")
+          f"(+{100 * (best['encode --pack'] / best['encode'] - 1):.0f}%), best of {args.repeat}; CPU "
+          f"{least['encode']:.2f} s and {least['encode --pack']:.2f} s "
+          f"(+{100 * (least['encode --pack'] / least['encode'] - 1):.0f}%)")
 
 
 def flatten_floor(paths: list[str], out: str) -> tuple[float, int]:
@@ -103,36 +163,28 @@ def _flatten(paths: list[str], out: str) -> tuple[float, int]:
     return time.perf_counter() - start, len(flat)
 
 
-def run_pack(paths: list[str], out: str, args) -> tuple[float, dict, dict]:
+def run_pack(paths: list[str], out: str, args) -> tuple[float, float, dict, dict]:
     command = [*BEAM_BPE, "pack", *sum((["--input", p] for p in paths), []), "--seq-len", str(args.seq_len),
                "--output", out, "--validation-fraction", "0.01", "--overwrite",
                "--direct_running_mode=multi_processing", f"--direct_num_workers={args.workers}"]
-    start = time.perf_counter()
-    proc = subprocess.Popen(command, stderr=subprocess.PIPE)
-    memory = PeakMemory(proc.pid)
-    _, err = proc.communicate()
-    seconds = time.perf_counter() - start
-    peaks = memory.stop()
-    if proc.returncode:
-        sys.exit(f"beam-bpe pack failed:\n{err.decode()[-3000:]}")
+    run = timed_run(command)
+    if run.code:
+        sys.exit(f"beam-bpe pack failed:\n{run.err.decode()[-3000:]}")
     with open(os.path.join(out, "stats.json")) as f:
-        return seconds, json.load(f), {pid: (cmd, peak, pid == proc.pid) for pid, (cmd, peak) in peaks.items()}
+        stats = json.load(f)
+    return run.seconds, run.cpu, stats, {pid: (cmd, peak, pid == run.pid) for pid, (cmd, peak) in run.peaks.items()}
 
 
-def empty_job_seconds(workers: int) -> tuple[float, list[int]]:
-    """Wall clock of a Beam job that does nothing, on the same runner (the start-up
-    floor), and the peak RSS of its worker processes (the memory floor)."""
+def empty_job(workers: int) -> tuple[float, float, list[int]]:
+    """Wall clock and CPU time of a Beam job that does nothing, on the same runner
+    (the start-up floor), and the peak RSS of its worker processes (the memory floor)."""
     code = ("import apache_beam as beam; from pipeline.runners import new_pipeline, pipeline_options\n"
             "import transforms.pack\n"
             "with new_pipeline(pipeline_options(['--direct_num_workers=%d'])) as p:\n"
             "    p | beam.Create([1, 2]) | beam.Map(lambda x: x)" % workers)
-    start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.DEVNULL)
-    memory = PeakMemory(proc.pid)
-    proc.wait()
-    seconds = time.perf_counter() - start
-    peaks = sorted(peak for pid, (_, peak) in memory.stop().items() if pid != proc.pid and peak >= 16 << 20)
-    return seconds, peaks
+    run = timed_run([sys.executable, "-c", code])
+    peaks = sorted(peak for pid, (_, peak) in run.peaks.items() if pid != run.pid and peak >= 16 << 20)
+    return run.seconds, run.cpu, peaks
 
 
 def main(argv=None) -> None:
@@ -154,17 +206,18 @@ def main(argv=None) -> None:
     shards = sorted(glob.glob(os.path.join(token_shards(args.mb, args.vocab, args.workers), "part-*.parquet")))
     work = tempfile.mkdtemp(prefix="bench-pack-")
     print(f"load: {os.getloadavg()[0]:.2f} (1 min average) on {os.cpu_count()} cores")
-    seconds, peaks = empty_job_seconds(args.workers)
-    print(f"an empty Beam job, {args.workers} workers: {seconds:.2f} s; peak RSS of its workers: "
+    seconds, cpu, peaks = empty_job(args.workers)
+    print(f"an empty Beam job, {args.workers} workers: {seconds:.2f} s, CPU {cpu:.2f} s; peak RSS of its workers: "
           f"{', '.join(f'{p / 2**20:.0f} MiB' for p in peaks)}")
     for label, paths in (("half", shards[: len(shards) // 2]), ("all", shards)):
         floor_s, tokens = flatten_floor(paths, os.path.join(work, "flat.bin"))
-        pack_s, stats, peaks = run_pack(paths, os.path.join(work, f"packed-{label}"), args)
+        pack_s, pack_cpu, stats, peaks = run_pack(paths, os.path.join(work, f"packed-{label}"), args)
         assert stats["tokens"] + stats["dropped_tokens"] == tokens
         print(
             f"{label} ({len(paths)} shards, {tokens} tokens): pyarrow read + numpy write, 1 core: {floor_s:.2f} s "
             f"({tokens / floor_s / 1e6:.1f} M tokens/s); beam-bpe pack, {args.workers} workers: {pack_s:.2f} s "
-            f"({tokens / pack_s / 1e6:.2f} M tokens/s, start-up included), {pack_s / floor_s:.1f}x the floor; "
+            f"({tokens / pack_s / 1e6:.2f} M tokens/s, start-up included), {pack_s / floor_s:.1f}x the floor, "
+            f"CPU {pack_cpu:.2f} s of all its processes; "
             f"{stats['sequences']} sequences"
         )
         for pid, (cmd, peak, is_driver) in sorted(peaks.items()):

@@ -105,14 +105,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if args.pack:
-        return pack.run_encode_then_pack(args, beam_args)
+        return pack.run_encode_and_pack(args, beam_args)
     options = pipeline_options(beam_args)
-    args.transport = tokenizer_transport(options)
-    args.tokenizer, args.output = outputs.absolute(args.tokenizer), outputs.absolute(args.output)
-    args.input = [outputs.absolute(pattern) for pattern in args.input]
+    args.output = outputs.absolute(args.output)
     output = outputs.StagedOutput(args.output, RESULTS, marker=STATS_FILE, command="encode")
-    tokenizer, eos_id, bos_id = _check_arguments(args, output)
-    encode = _encode_documents(args, tokenizer)
+    tokenizer, eos_id, bos_id, encode = prepare(args, options, output)
     output.clear_leftovers()
 
     kept = (f"nothing of this run is in {args.output} yet (its leftovers in {output.staging} are removed by the "
@@ -121,19 +118,11 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
                               every=args.progress_every)
     with stop_at_once("encode", kept):
         p = new_pipeline(options)
-        read = p | "Read" >> ReadDocuments(
-            args.input, format=args.format, text_field=args.text_field, id_field=args.id_field or None
-        )
-        rows = read.documents | "Encode" >> encode
-        _ = rows | "WriteShards" >> WriteTokenShards(
-            output.staging, tokenizer.sha256, tokenizer.vocab_size, num_shards=args.num_shards, eos_token_id=eos_id,
-            bos_token_id=bos_id,
-        )
-        _ = read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(output.staging)
+        _ = build(p, args, tokenizer, encode, eos_id, bos_id, output.staging)
         result = shown.run(p)
 
     stats = collect_stats(output.staging, tokenizer.sha256)
-    stats["verified_documents"] = committed_counters(result).get(metrics.key("encode", "verified_documents"), 0)
+    stats["verified_documents"] = verified_documents(result)
     output.publish(stats)
     print(
         f"beam-bpe encode: {stats['documents']} documents, {stats['tokens']} tokens "
@@ -143,6 +132,37 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     )
     outputs.fail_if_strict(args.strict, args.output, f"the shards and stats.json are written to {args.output}")
     return 0
+
+
+def prepare(args: argparse.Namespace, options, output: outputs.StagedOutput):
+    """Checks the arguments before any work and makes the encoding transform:
+    (tokenizer, EOS ID, BOS ID, EncodeDocuments). ``args`` gets absolute paths."""
+    args.transport = tokenizer_transport(options)
+    args.tokenizer = outputs.absolute(args.tokenizer)
+    args.input = [outputs.absolute(pattern) for pattern in args.input]
+    tokenizer, eos_id, bos_id = _check_arguments(args, output)
+    return tokenizer, eos_id, bos_id, _encode_documents(args, tokenizer)
+
+
+def build(p: beam.Pipeline, args: argparse.Namespace, tokenizer: Tokenizer, encode: beam.PTransform,
+          eos_id: int | None, bos_id: int | None, directory: str) -> beam.PCollection:
+    """The encode part of a pipeline: token shards and dead letters written into
+    ``directory``; returns the PCollection of the shards' paths (once all are written)."""
+    read = p | "Read" >> ReadDocuments(
+        args.input, format=args.format, text_field=args.text_field, id_field=args.id_field or None
+    )
+    rows = read.documents | "Encode" >> encode
+    shards = rows | "WriteShards" >> WriteTokenShards(
+        directory, tokenizer.sha256, tokenizer.vocab_size, num_shards=args.num_shards, eos_token_id=eos_id,
+        bos_token_id=bos_id,
+    )
+    _ = read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(directory)
+    return shards
+
+
+def verified_documents(result) -> int:
+    """How many documents the reference encoded again (the job's committed counter)."""
+    return committed_counters(result).get(metrics.key("encode", "verified_documents"), 0)
 
 
 # --- The calls into bpe and transforms.encode: loading, proving, encoding ----------

@@ -13,8 +13,15 @@ headers, and the job's plan of each split) and checked: the real tokens
 written plus the dropped ones equal the tokens of the input shards, and the
 documents of both splits are the input's documents.
 
+``beam-bpe encode --pack N`` is one job: encode's part of the pipeline
+(``pipeline.encode.build``) writes token shards into the staging directory,
+and the packing stages read them once all are written, exactly as ``pack``
+reads a user's shards.
+
 Crash safety (``pipeline.outputs.StagedOutput``, as in ``beam-bpe encode``):
-the job writes into ``DIR/.staging/``; on success train/ and validation/ (a
+the job writes into ``DIR/.staging/`` (with the spilled token streams of
+packing, ``transforms.pack_spill``, in ``spill/``, about two or four bytes
+a token, removed after the job); on success train/ and validation/ (a
 split without sequences has no folder) are moved into DIR and stats.json, the
 completion marker, is written last. A directory without stats.json holds
 leftovers, removed on rerun; a complete one is replaced only with --overwrite.
@@ -34,7 +41,8 @@ from apache_beam.io.filesystems import FileSystems
 from pipeline import outputs, progress
 from pipeline.errors import UserError
 from pipeline.runners import describe_runner, new_pipeline, pipeline_options
-from transforms.pack import PackSequences
+from pipeline.stopping import stop_at_once
+from transforms.pack import PackSequences, ShardUnits, shard_units
 from transforms.pack_input import ShardsInfo, describe_shards
 from transforms.packing import SPLITS
 from transforms.sequence_formats import FORMATS, SUFFIXES, WriteFiles, WriteSequences, check_format, written_counts
@@ -42,6 +50,7 @@ from transforms.shards import SHARD_GLOB
 
 STATS_FILE = "stats.json"  # written last: the completion marker
 PLAN_FILE = "plan.json"  # written by the job into the staging directory
+SPILL_DIR = "spill"  # in the staging directory: the job's spilled token streams (transforms.pack_spill)
 # What a job leaves in DIR besides stats.json, relative to DIR.
 RESULTS = (*(f"{split}/part-*" for split in SPLITS), f"{outputs.DEAD_LETTERS_DIR}/{outputs.DEAD_LETTER_GLOB}")
 
@@ -79,40 +88,47 @@ def add_packing_options(parser: argparse.ArgumentParser) -> None:
                         help="with --no-split-documents: documents are packed within windows of this many tokens")
 
 
-def run(args: argparse.Namespace, beam_args: list[str], encoded: str | None = None) -> int:
-    """Packs; ``encoded`` is the directory of a complete encode result that
-    ``encode --pack`` made for this run: its stats join stats.json under
-    "encode", its dead letters move into the output, and it is removed."""
+def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     options = pipeline_options(beam_args)
     args.output = outputs.absolute(args.output)
     output = outputs.StagedOutput(args.output, RESULTS, marker=STATS_FILE, command="pack")
     shards = _match_shards([outputs.absolute(pattern) for pattern in args.input])
-    inputs, transform = _check_arguments(args, shards, output, own_inputs=encoded is not None)
+    inputs, transform = _check_arguments(args, shards, output)
     output.clear_leftovers()
-    staging = output.staging
-    metadata = {b"tokenizer_sha256": inputs.tokenizer_sha256.encode(), b"vocab_size": str(inputs.vocab_size).encode(),
-                b"seq_len": str(args.seq_len).encode(), b"targets": str(int(args.targets)).encode()}
 
     p = new_pipeline(options)
-    packed = p | "Pack" >> transform
+    _write_packed(p | "Units" >> beam.Create(shard_units(shards)), transform, args, output.staging,
+                  inputs.tokenizer_sha256, inputs.vocab_size)
+    progress.Progress("pack", "pack", fields=progress.PACKED, enabled=not args.no_progress,
+                      every=args.progress_every).run(p)
+    _publish(args, output, inputs, transform, options)
+    return 0
+
+
+def _write_packed(units: beam.PCollection, transform: PackSequences, args: argparse.Namespace, staging: str,
+                  tokenizer_sha256: str, vocab_size: int) -> None:
+    """The packing part of a pipeline: the sequences and the plan written into ``staging``."""
+    metadata = {b"tokenizer_sha256": tokenizer_sha256.encode(), b"vocab_size": str(vocab_size).encode(),
+                b"seq_len": str(args.seq_len).encode(), b"targets": str(int(args.targets)).encode()}
+    packed = units | "Pack" >> transform
     _ = packed.blocks | "WriteSequences" >> WriteSequences(
-        staging, args.format, inputs.vocab_size, metadata, loss_mask=transform.layout.has_padding
+        staging, args.format, vocab_size, metadata, loss_mask=transform.layout.has_padding
     )
     _ = (
         packed.plans
         | "PlanFile" >> beam.Map(lambda plans: (PLAN_FILE, plan_json(plans)))
         | "WritePlan" >> WriteFiles(staging)
     )
-    progress.Progress("pack", "pack", fields=progress.PACKED, enabled=not args.no_progress,
-                      every=args.progress_every).run(p)
 
-    stats = collect_stats(staging, args.format, inputs, _settings(args, transform))
+
+def _publish(args: argparse.Namespace, output: outputs.StagedOutput, inputs: ShardsInfo, transform: PackSequences,
+             options, encoded: dict | None = None) -> None:
+    """After the job: stats.json from what was written, checked; the result moved into place."""
+    outputs.delete(output.staging, (SPILL_DIR,))
+    stats = collect_stats(output.staging, args.format, inputs, _settings(args, transform))
     if encoded is not None:
-        stats["encode"] = outputs.read_json(FileSystems.join(encoded, STATS_FILE))
-        _move_dead_letters(encoded, staging)
+        stats["encode"] = encoded
     output.publish(stats)
-    if encoded is not None:
-        outputs.delete(args.output, (ENCODED_DIR,))
     print(
         f"beam-bpe pack: {stats['sequences']} sequences of {stats['sequence_length']} tokens "
         f"({stats['splits']['train']['sequences']} train, {stats['splits']['validation']['sequences']} validation), "
@@ -120,7 +136,6 @@ def run(args: argparse.Namespace, beam_args: list[str], encoded: str | None = No
         f"in {args.output} ({describe_runner(options)})",
         file=sys.stderr,
     )
-    return 0
 
 
 def _match_shards(patterns: Sequence[str]) -> list[str]:
@@ -139,13 +154,25 @@ def _match_shards(patterns: Sequence[str]) -> list[str]:
     return sorted(paths)
 
 
-def _check_arguments(args: argparse.Namespace, shards: list[str], output: outputs.StagedOutput,
-                     own_inputs: bool = False) -> tuple[ShardsInfo, PackSequences]:
-    """Fails before the job on any user mistake; returns the inputs and the transform.
+def _check_arguments(args: argparse.Namespace, shards: list[str],
+                     output: outputs.StagedOutput) -> tuple[ShardsInfo, PackSequences]:
+    """Fails before the job on any user mistake; returns the inputs and the transform."""
+    _check_options(args)
+    try:
+        inputs = describe_shards(shards)
+        check_format(args.format, inputs.vocab_size)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    _check_validation_documents(args, inputs)
+    _check_input_stats(shards, inputs)
+    transform = _transform(args, output, inputs.vocab_size, inputs.eos_token_id)
+    outputs.claim(args.output, "pack", inputs=shards)
+    _check_complete(args)
+    return inputs, transform
 
-    ``own_inputs``: the shards are this command's own scratch inside the output
-    (``encode --pack``), not a user's files the output must stay away from.
-    """
+
+def _check_options(args: argparse.Namespace) -> None:
+    """The checks of the packing options that need no input."""
     if args.seq_len < 1:
         raise UserError(f"--seq-len must be at least 1, not {args.seq_len}")
     if not 0 <= args.validation_fraction < 1:
@@ -157,34 +184,37 @@ def _check_arguments(args: argparse.Namespace, shards: list[str], output: output
     if args.tokens_per_file < 1 or args.window_tokens < 1:
         raise UserError("--tokens-per-file and --window-tokens must be positive")
     progress.check_arguments(args)
-    try:
-        inputs = describe_shards(shards)
-        check_format(args.format, inputs.vocab_size)
-    except ValueError as e:
-        raise UserError(str(e)) from None
+
+
+def _check_validation_documents(args: argparse.Namespace, inputs: ShardsInfo) -> None:
     if args.validation_documents and args.validation_documents >= inputs.documents:
         raise UserError(
             f"--validation-documents {args.validation_documents} leaves no training documents "
             f"(the shards hold {inputs.documents})"
         )
-    _check_input_stats(shards, inputs)
-    pad_id = args.pad_id if args.pad_id is not None else (inputs.eos_token_id or 0)
+
+
+def _check_complete(args: argparse.Namespace) -> None:
+    if outputs.exists(FileSystems.join(args.output, STATS_FILE)) and not args.overwrite:
+        raise UserError(
+            f"{args.output} already holds the result of a complete run ({STATS_FILE}); "
+            "pass --overwrite to replace it, or choose another --output"
+        )
+
+
+def _transform(args: argparse.Namespace, output: outputs.StagedOutput, vocab_size: int,
+               eos_token_id: int | None) -> PackSequences:
+    pad_id = args.pad_id if args.pad_id is not None else (eos_token_id or 0)
     try:
-        transform = PackSequences(
-            shards, args.seq_len, targets=args.targets, split_documents=not args.no_split_documents,
-            drop_remainder=args.drop_remainder, pad_id=pad_id, seed=args.seed,
-            validation_fraction=args.validation_fraction, validation_documents=args.validation_documents,
-            vocab_size=inputs.vocab_size, tokens_per_file=args.tokens_per_file, window_tokens=args.window_tokens,
+        return PackSequences(
+            FileSystems.join(output.staging, SPILL_DIR), args.seq_len, targets=args.targets,
+            split_documents=not args.no_split_documents, drop_remainder=args.drop_remainder, pad_id=pad_id,
+            seed=args.seed, validation_fraction=args.validation_fraction,
+            validation_documents=args.validation_documents, vocab_size=vocab_size,
+            tokens_per_file=args.tokens_per_file, window_tokens=args.window_tokens,
         )
     except ValueError as e:
         raise UserError(str(e)) from None
-    outputs.claim(args.output, "pack", inputs=() if own_inputs else shards)
-    if output.is_complete() and not args.overwrite:
-        raise UserError(
-            f"{args.output} already holds packed sequences of a complete run ({STATS_FILE}); "
-            "pass --overwrite to replace them, or choose another --output"
-        )
-    return inputs, transform
 
 
 def _check_input_stats(shards: list[str], inputs: ShardsInfo) -> None:
@@ -285,7 +315,7 @@ def _split_files(directory: str, split: str, format: str, all_suffixes: bool = F
 
 # ---------------------------------------------------------------- beam-bpe encode --pack N
 
-ENCODED_DIR = ".encoded"  # encode --pack: the per-document shards, scratch inside the output
+ENCODED_DIR = "encoded"  # encode --pack: the per-document shards, in the staging directory
 
 
 def add_encode_pack_arguments(parser: argparse.ArgumentParser) -> None:
@@ -298,27 +328,56 @@ def add_encode_pack_arguments(parser: argparse.ArgumentParser) -> None:
     add_packing_options(parser)
 
 
-def run_encode_then_pack(args: argparse.Namespace, beam_args: list[str]) -> int:
-    """``beam-bpe encode --pack N``: encodes into OUTPUT/.encoded, then packs that into OUTPUT.
+def run_encode_and_pack(args: argparse.Namespace, beam_args: list[str]) -> int:
+    """``beam-bpe encode --pack N``: one job encodes into token shards in the
+    staging directory and packs them as they are, once all are written.
 
     The output is exactly what ``beam-bpe encode`` then ``beam-bpe pack`` give,
     with the encode's dead letters and its stats (under "encode") beside it.
     """
     from pipeline import encode
 
-    output = outputs.absolute(args.output)
-    if outputs.exists(FileSystems.join(output, STATS_FILE)) and not args.overwrite:
-        raise UserError(f"{output} already holds the result of a complete run ({STATS_FILE}); "
-                        "pass --overwrite to replace it, or choose another --output")
-    outputs.claim(output, "pack", inputs=args.input)  # before encode writes its scratch inside it
-    scratch = FileSystems.join(output, ENCODED_DIR)
-    encode_args = argparse.Namespace(**{**vars(args), "output": scratch, "overwrite": True, "pack": 0, "strict": False})
-    encode.run(encode_args, beam_args)
-    pack_args = argparse.Namespace(**{**vars(args), "input": [scratch], "seq_len": args.pack, "output": output,
+    options = pipeline_options(beam_args)
+    output_dir = outputs.absolute(args.output)
+    pack_args = argparse.Namespace(**{**vars(args), "seq_len": args.pack, "output": output_dir,
                                       "format": args.pack_format})
-    code = run(pack_args, beam_args, encoded=scratch)
-    outputs.fail_if_strict(args.strict, output, f"the packed sequences and stats.json are written to {output}")
-    return code
+    _check_options(pack_args)
+    _check_complete(pack_args)
+    outputs.claim(output_dir, "pack", inputs=args.input)  # before encode writes its shards inside it
+    output = outputs.StagedOutput(output_dir, RESULTS, marker=STATS_FILE, command="pack")
+    output.clear_leftovers()
+    encoded = FileSystems.join(output.staging, ENCODED_DIR)
+    encode_args = argparse.Namespace(**{**vars(args), "output": encoded, "overwrite": True, "pack": 0})
+    encoded_output = outputs.StagedOutput(encoded, encode.RESULTS, marker=STATS_FILE, command="encode")
+    tokenizer, eos_id, bos_id, encode_transform = encode.prepare(encode_args, options, encoded_output)
+    try:
+        check_format(args.pack_format, tokenizer.vocab_size)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    transform = _transform(pack_args, output, tokenizer.vocab_size, eos_id)
+
+    kept = (f"nothing of this run is in {output_dir} yet (its leftovers in {output.staging} are removed by the "
+            "next run): rerun the same command")
+    shown = progress.Progress("encode", "encode", files=encode_args.files, enabled=not encode_args.no_progress,
+                              every=encode_args.progress_every)  # checked by encode.prepare
+    with stop_at_once("encode", kept):
+        p = new_pipeline(options)
+        shards = encode.build(p, encode_args, tokenizer, encode_transform, eos_id, bos_id, encoded)
+        _write_packed(shards | "ShardUnits" >> ShardUnits(), transform, pack_args, output.staging,
+                      tokenizer.sha256, tokenizer.vocab_size)
+        result = shown.run(p)
+
+    encode_stats = encode.collect_stats(encoded, tokenizer.sha256)
+    encode_stats["verified_documents"] = encode.verified_documents(result)
+    try:
+        inputs = describe_shards(sorted(outputs.matching(encoded, (SHARD_GLOB,))))
+    except ValueError as e:  # no document was read
+        raise UserError(str(e)) from None
+    _check_validation_documents(pack_args, inputs)
+    _move_dead_letters(encoded, output.staging)
+    _publish(pack_args, output, inputs, transform, options, encoded=encode_stats)
+    outputs.fail_if_strict(args.strict, output_dir, f"the packed sequences and stats.json are written to {output_dir}")
+    return 0
 
 
 def _move_dead_letters(encoded: str, staging: str) -> None:

@@ -17,41 +17,51 @@ from hypothesis import strategies as st
 from tests.helpers import reference_pack, reference_validation
 from transforms import packing
 from transforms.packing import (
-    Layout, Offsets, Pieces, assemble, best_fit, count_unit, cut_stream, pack_window, plan_splits, split_by_file,
-    window_of,
+    Layout, Offsets, Pieces, UnitDocuments, assemble, best_fit, cut_stream, pack_window, plan_splits, read_runs,
+    split_by_file, window_of,
 )
 from transforms.sequence_order import Permutation, ValidationRule, id_hashes, smallest_keys, split_masks
 
 
 def distributed_pack(docs, units, layout, rule, pad_id=0):
-    """transforms.pack's steps, run in-process on ``units`` (lists of documents)."""
-    counts = []
+    """transforms.pack's steps, run in-process on ``units`` (lists of documents):
+    each unit's tokens of a split set aside as a stream, pieces referring to them."""
+    streams, documents = {}, []
     for key, unit in enumerate(units):
-        counts.append(((0, key), count_unit([i for i, _ in unit], np.array([len(t) for _, t in unit]), rule)))
-    offsets = Offsets.from_counts(reversed(counts))  # arrival order must not matter
+        lengths = {split: np.zeros(0, np.int64) for split in ("train", "validation")}
+        ids = {split: pa.array([], pa.string()) for split in ("train", "validation")}
+        for split, split_lengths, tokens, split_ids in unit_splits(unit, rule):
+            lengths[split], ids[split], streams[split, key] = split_lengths, split_ids, tokens
+        documents.append(UnitDocuments((0, key), lengths, ids))
+    offsets = Offsets.from_counts(reversed([(d.key, d.counts()) for d in documents]))  # arrival order must not matter
     by_file = collections.defaultdict(list)
     if layout.split_documents:
         plans = plan_splits(offsets, layout)
-        for key, unit in enumerate(units):
-            for split, lengths, tokens, ids in unit_splits(unit, rule):
-                pieces = cut_stream(lengths, tokens, ids, offsets.starts[0, key][split], plans[split])
+        for d in documents:
+            for split in ("train", "validation"):
+                pieces = cut_stream(d.lengths[split], d.ids[split], offsets.starts[d.key][split], plans[split],
+                                    offsets.source(d.key))
                 for file, part in split_by_file(pieces, plans[split]).items():
                     by_file[split, file].append(part)
     else:
         windows = collections.defaultdict(list)
-        for key, unit in enumerate(units):
-            for split, lengths, tokens, ids in unit_splits(unit, rule):
-                starts = offsets.starts[0, key][split] + np.cumsum(lengths) - lengths
-                w = window_of(starts, layout)
+        for d in documents:
+            for split in ("train", "validation"):
+                lengths = d.lengths[split]
+                within = np.cumsum(lengths) - lengths
+                w = window_of(offsets.starts[d.key][split] + within, layout)
                 for window in np.unique(w):
                     m = w == window
-                    windows[split, int(window)].append((lengths[m], tokens[np.repeat(m, lengths)], ids.filter(m)))
+                    windows[split, int(window)].append((lengths[m], d.ids[split].filter(m),
+                                                        np.full(m.sum(), offsets.source(d.key)), within[m]))
         packed, totals = {}, collections.Counter()
         for (split, window), batches in sorted(windows.items()):
-            lengths = np.concatenate([b[0] for b in batches])
-            tokens = np.concatenate([b[1] for b in batches])
-            ids = pa.concat_arrays([b[2] for b in batches])
-            pieces, bins = pack_window(lengths[lengths > 0], tokens, ids.filter(lengths > 0), layout.length)
+            lengths, ids, sources, starts = (np.concatenate([b[0] for b in batches]),
+                                             pa.concat_arrays([b[1] for b in batches]),
+                                             np.concatenate([b[2] for b in batches]),
+                                             np.concatenate([b[3] for b in batches]))
+            kept = lengths > 0
+            pieces, bins = pack_window(lengths[kept], ids.filter(kept), layout.length, sources[kept], starts[kept])
             packed[split, window] = (pieces, totals[split])
             totals[split] += bins
         plans = plan_splits(offsets, layout, dict(totals))
@@ -61,7 +71,10 @@ def distributed_pack(docs, units, layout, rule, pad_id=0):
                 by_file[split, file].append(part)
     result = {}
     for split, plan in plans.items():
-        blocks = [assemble(Pieces.concat(by_file[split, f], np.uint32), plan, f, pad_id, np.uint32)
+        def read(source, offset, out, split=split):
+            out[:] = streams[split, offsets.keys[source][1]][offset: offset + len(out)]
+
+        blocks = [assemble(Pieces.concat(by_file[split, f]), plan, f, pad_id, np.uint32, read)
                   for f in range(plan.files)]
         result[split] = [sequence for block in blocks for sequence in block_sequences(block)]
     return result, plans
@@ -194,16 +207,31 @@ def test_validation_fraction_is_about_the_fraction_and_stable():
 def test_assemble_refuses_pieces_that_do_not_tile():
     layout = Layout(4)
     plan = packing.SplitPlan("train", 1, 8, 2, 0, layout)
-    good = Pieces(np.array([0, 1]), np.array([0, 0]), np.array([0, 4, 8]), np.arange(8, dtype=np.uint32),
-                  pa.array(["a", "a"]))
-    assert assemble(good, plan, 0, 0, np.uint32).input_ids.tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
-    gap = Pieces(np.array([0, 1]), np.array([0, 1]), np.array([0, 4, 7]), np.arange(7, dtype=np.uint32),
-                 pa.array(["a", "a"]))
+    stream = np.arange(8, dtype=np.uint32)
+
+    def read(source, offset, out):
+        out[:] = stream[offset: offset + len(out)]
+
+    def pieces(sequence, position, length, offset):
+        n = len(sequence)
+        return Pieces(np.array(sequence), np.array(position), np.array(length), np.zeros(n, np.int64),
+                      np.array(offset), pa.array(["a"] * n))
+
+    good = pieces([0, 1], [0, 0], [4, 4], [0, 4])
+    assert assemble(good, plan, 0, 0, np.uint32, read).input_ids.tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
     with pytest.raises(RuntimeError, match="tile"):
-        assemble(gap, plan, 0, 0, np.uint32)
-    missing = Pieces(np.array([0]), np.array([0]), np.array([0, 4]), np.arange(4, dtype=np.uint32), pa.array(["a"]))
+        assemble(pieces([0, 1], [0, 1], [4, 3], [0, 4]), plan, 0, 0, np.uint32, read)  # a gap
     with pytest.raises(RuntimeError, match="tile"):
-        assemble(missing, plan, 0, 0, np.uint32)
+        assemble(pieces([0], [0], [4], [0]), plan, 0, 0, np.uint32, read)  # a row missing
+
+
+def test_read_runs_merge_only_what_follows_in_stream_and_file():
+    # Three pieces of stream 0 that follow each other in the stream and in the file,
+    # one of stream 1, and one of stream 0 that follows in the stream but not in the file.
+    sequence, position = np.array([0, 0, 1, 1, 3]), np.array([0, 2, 0, 3, 0])
+    length, source, offset = np.array([2, 2, 3, 1, 4]), np.array([0, 0, 0, 1, 0]), np.array([10, 12, 14, 0, 17])
+    pieces = Pieces(sequence, position, length, source, offset, pa.array(list("abcde")))
+    assert list(read_runs(pieces, 4)) == [(0, 10, 0, 7), (0, 17, 12, 4), (1, 0, 7, 1)]
 
 
 def test_layout_refuses_drop_remainder_with_whole_documents():

@@ -4,19 +4,22 @@ The work is done per unit (one row group of one token shard), per window of
 documents (whole-document packing) and per output file, so no worker holds
 more than about one of those; the algorithm is ``transforms.packing``.
 
-    units ──Count──> UnitCounts ──> Offsets (side input: each unit's stream position)
-      │                                   │
-      ├── split documents ──Cut──> pieces by output file ─┐
+    units ──Spill──> UnitDocuments ──> Offsets (side input: each unit's stream position)
+      │  (tokens set aside: transforms.pack_spill)
+      ├── split documents ──Cut──> pieces by output file ───────────────┐
       └── whole documents ──Window──> GroupByKey ──BestFit──> bins ──Place──┤
                                                                    GroupByKey
                                                                        └──Assemble──> SequenceBlock
+                                                   (tokens read back from the spill)
 
-Every worker knows the global position of its tokens without any global
-order in memory: without a validation split the footers give each unit's
-counts; with one, units are read twice (to count by split, then to cut).
-With ``validation_documents`` a first pass over the ids finds the hash of the
-N-th smallest. A unit is read as a stream of bounded batches
-(``transforms.pack_input``).
+The input shards are read once, by Spill, which sets every unit's tokens of
+each split aside as one raw stream in the scratch directory and passes on only
+their documents' lengths and ids. From these, every worker knows the global
+position of its documents without any global order in memory; pieces name
+their tokens by stream and offset, and Assemble, writing an output file,
+reads its sequences' tokens from the streams. With ``validation_documents`` a
+first pass over the ids finds the hash of the N-th smallest. A unit is read
+as a stream of bounded batches (``transforms.pack_input``).
 """
 
 from __future__ import annotations
@@ -30,19 +33,20 @@ import pyarrow as pa
 
 from transforms import metrics
 from transforms.coders import SizedPickleCoder
-from transforms.pack_input import Unit, open_shard, read_batches, row_group_tokens
+from transforms.pack_input import Unit, open_shard
+from transforms.pack_spill import SpillReader, spill_path, spill_unit
 from transforms.packing import (
-    Layout, Offsets, Pieces, SequenceBlock, UnitCounts, assemble, count_unit, cut_stream, pack_window, plan_splits,
+    Layout, Offsets, Pieces, SequenceBlock, UnitDocuments, assemble, cut_stream, pack_window, plan_splits,
     split_by_file, window_of,
 )
-from transforms.sequence_order import SPLITS, ValidationRule, id_hashes, smallest_keys, split_masks
+from transforms.sequence_order import SPLITS, ValidationRule, id_hashes, smallest_keys
 
 
 class PiecesCoder(SizedPickleCoder):
     value_type = Pieces
 
     def estimate_size(self, pieces: Pieces) -> int:
-        return pieces.tokens.nbytes + 24 * len(pieces)
+        return 48 * len(pieces)
 
 
 class SequenceBlockCoder(SizedPickleCoder):
@@ -58,31 +62,39 @@ beam.coders.registry.register_coder(SequenceBlock, SequenceBlockCoder)
 PiecesByFile = Tuple[Tuple[str, int], Pieces]
 
 
-def _split_documents(unit: Unit, rule: ValidationRule | None):
-    """For each batch of the unit and each split: (split, where the batch's first
-    token of that split is within the unit's tokens of the split, token counts,
-    tokens, ids) of the batch's documents in the split."""
-    done = dict.fromkeys(SPLITS, 0)
-    for ids, lengths, tokens in read_batches(unit):
-        for split, mask in split_masks(ids, rule).items():
-            if mask.all():
-                part = split, done[split], lengths, tokens, pa.array(ids, pa.string())
-            elif mask.any():
-                part = split, done[split], lengths[mask], tokens[np.repeat(mask, lengths)], pa.array(ids, pa.string()).filter(mask)
-            else:
-                continue
-            done[split] += int(part[2].sum())
-            yield part
+def shard_units(paths: Sequence[str]) -> list[Unit]:
+    """The units of these shards, in stream order: the paths sorted (each once), then row groups."""
+    return [Unit(file, path, row_group) for file, path in enumerate(sorted(set(paths)))
+            for row_group in range(open_shard(path).metadata.num_row_groups)]
+
+
+@dataclasses.dataclass
+class ShardUnits(beam.PTransform):
+    """A PCollection of token shard paths -> their units (``shard_units``), spread over workers."""
+
+    def __post_init__(self):
+        super().__init__()
+
+    def expand(self, paths):
+        return (
+            paths
+            | "AllShards" >> beam.combiners.ToList()
+            | "Units" >> beam.FlatMap(shard_units)
+            | "SpreadUnits" >> beam.Reshuffle()
+        )
 
 
 # ---------------------------------------------------------------- the DoFns
 
 
-class _UnitsFn(beam.DoFn):
-    def process(self, file_and_path: tuple[int, str]) -> Iterable[Unit]:
-        file, path = file_and_path
-        for row_group in range(open_shard(path).metadata.num_row_groups):
-            yield Unit(file, path, row_group)
+def _use_jemalloc() -> None:
+    """Arrow's jemalloc pool gives freed memory back to the system sooner than its
+    default, so a worker's peak stays about that of one unit or one output file
+    however many it handles."""
+    try:
+        pa.set_memory_pool(pa.jemalloc_memory_pool())
+    except NotImplementedError:  # an Arrow built without jemalloc
+        pass
 
 
 def _local_smallest(unit: Unit, n: int) -> list[tuple[int, str]]:
@@ -90,21 +102,15 @@ def _local_smallest(unit: Unit, n: int) -> list[tuple[int, str]]:
     return smallest_keys(ids, id_hashes(ids), n)
 
 
-class _CountFn(beam.DoFn):
-    def process(self, unit: Unit, rule):
-        if rule is None:  # every document is a training one: the footer has the counts
-            parquet = open_shard(unit.path)
-            documents = parquet.metadata.row_group(unit.row_group).num_rows
-            tokens = row_group_tokens(parquet, unit.row_group)
-            yield unit.key, UnitCounts({"train": documents, "validation": 0}, {"train": tokens, "validation": 0})
-            return
-        documents, tokens = dict.fromkeys(SPLITS, 0), dict.fromkeys(SPLITS, 0)
-        for ids, lengths, _ in read_batches(unit):
-            counts = count_unit(ids, lengths, rule)
-            for split in SPLITS:
-                documents[split] += counts.documents[split]
-                tokens[split] += counts.tokens[split]
-        yield unit.key, UnitCounts(documents, tokens)
+class _SpillFn(beam.DoFn):
+    def __init__(self, directory: str, dtype):
+        self._directory, self._dtype = directory, dtype
+
+    def setup(self):
+        _use_jemalloc()
+
+    def process(self, unit: Unit, rule) -> Iterable[UnitDocuments]:
+        yield spill_unit(unit, rule, self._directory, self._dtype)
 
 
 class _CutFn(beam.DoFn):
@@ -113,9 +119,13 @@ class _CutFn(beam.DoFn):
     def __init__(self):
         self._pieces = metrics.counter("pack", "pieces")
 
-    def process(self, unit: Unit, rule, offsets: Offsets, plans):
-        for split, done, lengths, tokens, ids in _split_documents(unit, rule):
-            pieces = cut_stream(lengths, tokens, ids, offsets.starts[unit.key][split] + done, plans[split])
+    def process(self, documents: UnitDocuments, offsets: Offsets, plans):
+        source = offsets.source(documents.key)
+        for split in SPLITS:
+            if not len(documents.lengths[split]):
+                continue
+            pieces = cut_stream(documents.lengths[split], documents.ids[split], offsets.starts[documents.key][split],
+                                plans[split], source)
             self._pieces.inc(len(pieces))
             for file, part in split_by_file(pieces, plans[split]).items():
                 yield (split, file), part
@@ -127,28 +137,30 @@ class _WindowFn(beam.DoFn):
     def __init__(self, layout: Layout):
         self._layout = layout
 
-    def process(self, unit: Unit, rule, offsets: Offsets):
-        for split, done, lengths, tokens, ids in _split_documents(unit, rule):
-            starts = offsets.starts[unit.key][split] + done + np.cumsum(lengths) - lengths
-            windows = window_of(starts, self._layout)
+    def process(self, documents: UnitDocuments, offsets: Offsets):
+        source = offsets.source(documents.key)
+        for split in SPLITS:
+            lengths = documents.lengths[split]
+            within = np.cumsum(lengths) - lengths  # where each document starts in the unit's stream
+            windows = window_of(offsets.starts[documents.key][split] + within, self._layout)
             for window in np.unique(windows):
                 mask = windows == window
-                first = int(np.argmax(mask))
-                yield (split, int(window)), (int(starts[first]), lengths[mask],
-                                             tokens[np.repeat(mask, lengths)], ids.filter(mask))
+                yield (split, int(window)), (source, lengths[mask], within[mask], documents.ids[split].filter(mask))
 
 
 class _BestFitFn(beam.DoFn):
-    def __init__(self, layout: Layout, dtype):
-        self._layout, self._dtype = layout, dtype
+    def __init__(self, layout: Layout):
+        self._layout = layout
 
     def process(self, keyed):
         key, batches = keyed
-        batches = sorted(batches, key=lambda batch: batch[0])  # stream order
+        batches = sorted(batches, key=lambda batch: (batch[0], int(batch[2][0])))  # stream order
         lengths = np.concatenate([b[1] for b in batches])
-        tokens = np.concatenate([b[2] for b in batches]).astype(self._dtype, copy=False)
+        sources = np.concatenate([np.full(len(b[1]), b[0], np.int64) for b in batches])
+        offsets = np.concatenate([b[2] for b in batches])
         ids = pa.concat_arrays([b[3] for b in batches])
-        yield key, pack_window(lengths[lengths > 0], tokens, ids.filter(lengths > 0), self._layout.length)
+        kept = lengths > 0
+        yield key, pack_window(lengths[kept], ids.filter(kept), self._layout.length, sources[kept], offsets[kept])
 
 
 def _bin_offsets(counts: list[tuple[tuple[str, int], int]]) -> tuple[dict, dict[str, int]]:
@@ -168,14 +180,30 @@ def _place(keyed, bins, plans):
 
 
 class _AssembleFn(beam.DoFn):
-    def __init__(self, pad_id: int, dtype):
-        self._pad_id, self._dtype = pad_id, dtype
+    """The sequences of one output file, their tokens read from the spilled streams."""
+
+    def __init__(self, directory: str, pad_id: int, dtype):
+        self._directory, self._pad_id, self._dtype = directory, pad_id, dtype
         self._sequences = metrics.counter("pack", "sequences")
         self._tokens = metrics.counter("pack", "real_tokens")
 
-    def process(self, keyed, plans):
+    def setup(self):
+        _use_jemalloc()
+
+    def start_bundle(self):
+        self._reader = SpillReader(self._dtype)
+
+    def finish_bundle(self):
+        self._reader.close()
+
+    def process(self, keyed, plans, offsets: Offsets):
         (split, file), parts = keyed
-        block = assemble(Pieces.concat(list(parts), self._dtype), plans[split], file, self._pad_id, self._dtype)
+        keys = offsets.keys
+
+        def read(source: int, offset: int, out: np.ndarray) -> None:
+            self._reader.read_into(spill_path(self._directory, split, keys[source]), offset, out)
+
+        block = assemble(Pieces.concat(list(parts)), plans[split], file, self._pad_id, self._dtype, read)
         self._sequences.inc(block.rows)
         self._tokens.inc(int(block.real.sum()))
         yield block
@@ -196,11 +224,16 @@ class PackedSequences(NamedTuple):
 class PackSequences(beam.PTransform):
     """Packs the documents of token shards into fixed-length sequences.
 
-    Apply to a pipeline: ``packed = p | "Pack" >> PackSequences(paths, 2048, ...)``.
+    Apply to a PCollection of the shards' units (``shard_units`` of the paths,
+    or ``ShardUnits`` of a PCollection of paths)::
+
+        units = p | "Units" >> beam.Create(shard_units(paths))
+        packed = units | "Pack" >> PackSequences(scratch_dir, 2048, ...)
 
     Args:
-      shards: token shard paths (any Beam filesystem); their documents are
-        concatenated in this order (sort them for a stable order).
+      scratch_dir: a directory every worker reaches (any Beam filesystem), for
+        the spilled token streams (``transforms.pack_spill``); the caller
+        removes it after the job.
       seq_len: tokens per sequence.
       targets: one more token per sequence, for shifted targets (x = s[:-1], y = s[1:]).
       split_documents: cut the stream every sequence (default); else whole
@@ -216,7 +249,7 @@ class PackSequences(beam.PTransform):
       window_tokens: whole-document packing works on windows of about this many tokens.
     """
 
-    shards: Sequence[str]
+    scratch_dir: str
     seq_len: int
     targets: bool = False
     split_documents: bool = True
@@ -231,7 +264,6 @@ class PackSequences(beam.PTransform):
 
     def __post_init__(self):
         super().__init__()
-        self.shards = list(self.shards)
         if self.seq_len < 1:
             raise ValueError(f"seq_len must be positive, not {self.seq_len}")
         if not 0 <= self.validation_fraction < 1 or self.validation_documents < 0:
@@ -251,64 +283,51 @@ class PackSequences(beam.PTransform):
         return np.uint16 if self.vocab_size <= 1 << 16 else np.uint32
 
     def _rule(self, units):
+        """The validation rule: a value, or for a number of documents a side input computed from the ids."""
         if self.validation_documents:
             n = self.validation_documents
-            return (
+            return beam.pvalue.AsSingleton(
                 units
                 | "LocalSmallestIds" >> beam.FlatMap(_local_smallest, n)
                 | "SmallestIds" >> beam.combiners.Top.Smallest(n)
                 | "Rule" >> beam.Map(lambda keys: ValidationRule(last=keys[-1]) if keys else None)
             )
-        rule = ValidationRule.fraction(self.validation_fraction) if self.validation_fraction else None
-        return units.pipeline | "Rule" >> beam.Create([rule])
+        return ValidationRule.fraction(self.validation_fraction) if self.validation_fraction else None
 
-    def expand(self, pbegin):
+    def expand(self, units):
         layout, single = self.layout, beam.pvalue.AsSingleton
-        units = (
-            pbegin
-            | "Shards" >> beam.Create(list(enumerate(self.shards)))
-            | "Units" >> beam.ParDo(_UnitsFn())
-            | "SpreadUnits" >> beam.Reshuffle()
-        )
-        rule = single(self._rule(units))
-        offsets = single(
-            units
-            | "Count" >> beam.ParDo(_CountFn(), rule)
+        documents = units | "Spill" >> beam.ParDo(_SpillFn(self.scratch_dir, self.dtype), self._rule(units))
+        offsets = (
+            documents
+            | "Count" >> beam.Map(lambda d: (d.key, d.counts()))
             | "AllCounts" >> beam.combiners.ToList()
             | "Offsets" >> beam.Map(Offsets.from_counts)
         )
         if layout.split_documents:
-            plans = (
-                units.pipeline
-                | "Plan" >> beam.Create([None])
-                | "PlanSplits" >> beam.Map(lambda _, offsets: plan_splits(offsets, layout), offsets)
-            )
-            pieces = units | "Cut" >> beam.ParDo(_CutFn(), rule, offsets, single(plans)).with_output_types(
+            plans = offsets | "PlanSplits" >> beam.Map(plan_splits, layout)
+            pieces = documents | "Cut" >> beam.ParDo(_CutFn(), single(offsets), single(plans)).with_output_types(
                 PiecesByFile)
         else:
             bins = (
-                units
-                | "Window" >> beam.ParDo(_WindowFn(layout), rule, offsets)
+                documents
+                | "Window" >> beam.ParDo(_WindowFn(layout), single(offsets))
                 | "GroupWindows" >> beam.GroupByKey()
-                | "BestFit" >> beam.ParDo(_BestFitFn(layout, self.dtype))
+                | "BestFit" >> beam.ParDo(_BestFitFn(layout))
             )
-            bin_offsets = single(
+            bin_offsets = (
                 bins
                 | "BinCounts" >> beam.Map(lambda keyed: (keyed[0], keyed[1][1]))
                 | "AllBinCounts" >> beam.combiners.ToList()
                 | "BinOffsets" >> beam.Map(_bin_offsets)
             )
-            plans = (
-                units.pipeline
-                | "Plan" >> beam.Create([None])
-                | "PlanSplits" >> beam.Map(
-                    lambda _, offsets, bins: plan_splits(offsets, layout, bins[1]), offsets, bin_offsets)
-            )
-            pieces = bins | "Place" >> beam.FlatMap(_place, bin_offsets, single(plans)).with_output_types(PiecesByFile)
+            plans = offsets | "PlanSplits" >> beam.Map(
+                lambda offsets, bins: plan_splits(offsets, layout, bins[1]), single(bin_offsets))
+            pieces = bins | "Place" >> beam.FlatMap(_place, single(bin_offsets), single(plans)).with_output_types(
+                PiecesByFile)
         blocks = (
             pieces
             | "GroupByFile" >> beam.GroupByKey()
-            | "Assemble" >> beam.ParDo(_AssembleFn(self.pad_id, self.dtype), single(plans)).with_output_types(
-                SequenceBlock)
+            | "Assemble" >> beam.ParDo(_AssembleFn(self.scratch_dir, self.pad_id, self.dtype), single(plans),
+                                       single(offsets)).with_output_types(SequenceBlock)
         )
         return PackedSequences(blocks, plans)

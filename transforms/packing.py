@@ -9,7 +9,7 @@ order: shard files sorted by name, row groups in file order, rows in row-group
 order. A document goes to the validation split when a hash of its id is small
 (``sequence_order.ValidationRule``), so the split depends on the ids alone. Everything else is
 defined by global positions in a split's stream of tokens, which a first pass
-(``UnitCounts`` per unit, summed up by ``Offsets``) gives to every unit. So the
+(``UnitDocuments`` per unit, summed up by ``Offsets``) gives to every unit. So the
 result does not depend on how the same documents are cut into shards or row
 groups, nor on the number of workers or the runner.
 
@@ -25,7 +25,10 @@ Sequences have ``length`` tokens (``seq_len``, plus one for shifted targets):
   sequence. Sequences are numbered window after window, in the order best-fit
   opens them.
 
-A piece is the run of one document's tokens inside one sequence. Sequence k of
+A piece is the run of one document's tokens inside one sequence. It names
+its tokens by where they are (``Pieces.source``, ``Pieces.offset``: each
+unit's tokens of a split form one stream, which the first pass sets aside), so
+only the writer of a sequence's file reads them (``assemble``). Sequence k of
 a split goes to position ``sequence_order.Permutation(k)`` of the split's shuffled order, and
 position p to output file ``p // per_file``, row ``p % per_file``.
 """
@@ -34,12 +37,15 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from transforms.sequence_order import SPLITS, Permutation, ValidationRule, split_masks
+from transforms.sequence_order import SPLITS, Permutation
+
+# Fills its array with the tokens of stream ``source`` from ``offset`` (see ``assemble``).
+ReadTokens = Callable[[int, int, np.ndarray], None]
 
 
 # ---------------------------------------------------------------- global positions
@@ -53,21 +59,33 @@ class UnitCounts:
     tokens: dict[str, int]
 
 
-def count_unit(ids: Sequence[str], lengths: np.ndarray, rule: ValidationRule | None) -> UnitCounts:
-    masks = split_masks(ids, rule)
-    return UnitCounts(
-        documents={s: int(np.count_nonzero(m)) for s, m in masks.items()},
-        tokens={s: int(lengths[m].sum()) for s, m in masks.items()},
-    )
+@dataclasses.dataclass
+class UnitDocuments:
+    """The documents of one input unit, per split, without their tokens: their
+    token counts and ids, in stream order. The tokens of a unit's documents of
+    a split are one stream, in the same order."""
+
+    key: tuple
+    lengths: dict[str, np.ndarray]
+    ids: dict[str, pa.Array]
+
+    def counts(self) -> UnitCounts:
+        return UnitCounts({s: len(self.lengths[s]) for s in SPLITS}, {s: int(self.lengths[s].sum()) for s in SPLITS})
 
 
 @dataclasses.dataclass(frozen=True)
 class Offsets:
-    """Where each unit's tokens start in each split's stream, and the totals."""
+    """Where each unit's tokens start in each split's stream, and the totals.
+
+    Units are numbered in stream order (``keys``): a unit's number names its
+    token stream of a split (``Pieces.source``).
+    """
 
     starts: dict  # unit key -> {split: global position of the unit's first token}
     documents: dict[str, int]
     tokens: dict[str, int]
+    keys: tuple = ()  # the unit keys in stream order
+    numbers: dict = dataclasses.field(default_factory=dict)  # unit key -> its place in ``keys``
 
     @classmethod
     def from_counts(cls, counts: Iterable[tuple[tuple, UnitCounts]]) -> "Offsets":
@@ -78,7 +96,11 @@ class Offsets:
             for split in SPLITS:
                 documents[split] += unit.documents[split]
                 tokens[split] += unit.tokens[split]
-        return cls(starts, documents, tokens)
+        keys = tuple(starts)
+        return cls(starts, documents, tokens, keys, {key: number for number, key in enumerate(keys)})
+
+    def source(self, key) -> int:
+        return self.numbers[key]
 
 
 # ---------------------------------------------------------------- the layout of the output
@@ -168,20 +190,24 @@ def plan_splits(offsets: Offsets, layout: Layout, bins: dict[str, int] | None = 
 
 @dataclasses.dataclass
 class Pieces:
-    """Runs of one document's tokens inside one sequence (columnar).
+    """Runs of one document's tokens inside one sequence (columnar), by reference:
+    a piece names where its tokens are (``source``, ``offset``), not the tokens,
+    so pieces move between workers at a few dozen bytes each whatever their length.
 
     Attributes:
       sequence: the sequence of each piece (a global index, or a row of an output file).
       position: where in its sequence the piece starts.
-      bounds: piece i's tokens are ``tokens[bounds[i]:bounds[i + 1]]``.
-      tokens: the pieces' tokens, back to back.
+      length: the piece's tokens.
+      source: which token stream holds them (the ordinal of an input unit, ``Offsets.keys``).
+      offset: where in that stream they start.
       doc_ids: the id of each piece's document.
     """
 
     sequence: np.ndarray
     position: np.ndarray
-    bounds: np.ndarray
-    tokens: np.ndarray
+    length: np.ndarray
+    source: np.ndarray
+    offset: np.ndarray
     doc_ids: pa.Array
 
     def __len__(self) -> int:
@@ -189,33 +215,18 @@ class Pieces:
 
     def take(self, indices: np.ndarray) -> "Pieces":
         """The pieces at these indices, in this order."""
-        tokens, bounds = gather(self.tokens, self.bounds[indices], self.bounds[indices + 1])
-        return Pieces(self.sequence[indices], self.position[indices], bounds, tokens,
-                      self.doc_ids.take(pa.array(indices, pa.int64())))
+        return Pieces(self.sequence[indices], self.position[indices], self.length[indices], self.source[indices],
+                      self.offset[indices], self.doc_ids.take(pa.array(indices, pa.int64())))
 
     @classmethod
-    def concat(cls, parts: Sequence["Pieces"], dtype) -> "Pieces":
+    def concat(cls, parts: Sequence["Pieces"]) -> "Pieces":
         parts = [p for p in parts if len(p)]
         if not parts:
-            return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(1, np.int64),
-                       np.zeros(0, dtype), pa.array([], pa.string()))
-        shifts = np.cumsum([0] + [p.bounds[-1] for p in parts[:-1]])
-        return cls(
-            np.concatenate([p.sequence for p in parts]),
-            np.concatenate([p.position for p in parts]),
-            np.concatenate([[0]] + [p.bounds[1:] + s for p, s in zip(parts, shifts)]).astype(np.int64),
-            np.concatenate([p.tokens for p in parts]).astype(dtype, copy=False),
-            pa.concat_arrays([p.doc_ids.cast(pa.string()) for p in parts]),
-        )
-
-
-def gather(tokens: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The slices tokens[starts[i]:ends[i]] back to back, and their bounds."""
-    bounds = np.concatenate([[0], np.cumsum(ends - starts)]).astype(np.int64)
-    # Slices copied one by one: pieces are long runs, and an index array of
-    # every token would cost eight bytes a token.
-    parts = [tokens[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
-    return (np.concatenate(parts) if parts else tokens[:0]), bounds
+            empty = np.zeros(0, np.int64)
+            return cls(empty, empty, empty, empty, empty, pa.array([], pa.string()))
+        columns = [np.concatenate([getattr(p, name) for p in parts]).astype(np.int64, copy=False)
+                   for name in ("sequence", "position", "length", "source", "offset")]
+        return cls(*columns, pa.concat_arrays([p.doc_ids.cast(pa.string()) for p in parts]))
 
 
 def split_by_file(pieces: Pieces, plan: SplitPlan) -> dict[int, Pieces]:
@@ -230,11 +241,12 @@ def split_by_file(pieces: Pieces, plan: SplitPlan) -> dict[int, Pieces]:
 # ---------------------------------------------------------------- split documents: cut the stream
 
 
-def cut_stream(lengths: np.ndarray, tokens: np.ndarray, doc_ids: pa.Array, start: int,
-               plan: SplitPlan) -> Pieces:
+def cut_stream(lengths: np.ndarray, doc_ids: pa.Array, start: int, plan: SplitPlan, source: int = 0) -> Pieces:
     """The pieces of consecutive documents whose first token is at stream position
-    ``start``: cut every ``length`` positions, dropping sequences past the plan's."""
+    ``start`` and at offset 0 of stream ``source``: cut every ``length``
+    positions, dropping sequences past the plan's."""
     length = plan.layout.length
+    lengths = np.asarray(lengths, dtype=np.int64)
     ends = start + np.cumsum(lengths, dtype=np.int64)
     starts = ends - lengths
     first = starts // length
@@ -245,11 +257,8 @@ def cut_stream(lengths: np.ndarray, tokens: np.ndarray, doc_ids: pa.Array, start
     doc, sequence = doc[keep], sequence[keep]
     piece_start = np.maximum(starts[doc], sequence * length)
     piece_end = np.minimum(ends[doc], (sequence + 1) * length)
-    bounds = np.concatenate([piece_start - start, piece_end[-1:] - start]).astype(np.int64)
-    if not len(doc):
-        bounds = np.zeros(1, np.int64)
-    return Pieces(sequence, piece_start - sequence * length, bounds, tokens[: bounds[-1]],
-                  doc_ids.take(pa.array(doc, pa.int64())))
+    return Pieces(sequence, piece_start - sequence * length, piece_end - piece_start,
+                  np.full(len(doc), source, np.int64), piece_start - start, doc_ids.take(pa.array(doc, pa.int64())))
 
 
 # ---------------------------------------------------------------- whole documents: best fit
@@ -287,8 +296,10 @@ def best_fit(lengths: Sequence[int], capacity: int) -> tuple[np.ndarray, np.ndar
     return bins, positions, len(used)
 
 
-def pack_window(lengths: np.ndarray, tokens: np.ndarray, doc_ids: pa.Array, capacity: int) -> tuple[Pieces, int]:
-    """Whole-document packing of one window's documents (in stream order).
+def pack_window(lengths: np.ndarray, doc_ids: pa.Array, capacity: int, sources: np.ndarray,
+                offsets: np.ndarray) -> tuple[Pieces, int]:
+    """Whole-document packing of one window's documents (in stream order); document
+    i's tokens are at ``offsets[i]`` of stream ``sources[i]``.
 
     Documents longer than ``capacity`` are cut into pieces of ``capacity``
     tokens and a shorter last piece; all pieces are packed best-fit. Returns the
@@ -298,13 +309,13 @@ def pack_window(lengths: np.ndarray, tokens: np.ndarray, doc_ids: pa.Array, capa
     count = -(-lengths // capacity)
     doc = np.repeat(np.arange(len(lengths)), count)
     index = np.arange(len(doc)) - np.repeat(np.cumsum(count) - count, count)
-    doc_start = np.cumsum(lengths) - lengths
-    piece_start = doc_start[doc] + index * capacity
-    piece_end = np.minimum(piece_start + capacity, doc_start[doc] + lengths[doc])
-    bins, positions, n_bins = best_fit(piece_end - piece_start, capacity)
+    piece_length = np.minimum(capacity, lengths[doc] - index * capacity)
+    bins, positions, n_bins = best_fit(piece_length, capacity)
     order = np.lexsort((positions, bins))
-    flat, bounds = gather(tokens, piece_start[order], piece_end[order])
-    pieces = Pieces(bins[order], positions[order], bounds, flat, doc_ids.take(pa.array(doc[order], pa.int64())))
+    doc = doc[order]
+    pieces = Pieces(bins[order], positions[order], piece_length[order], np.asarray(sources, np.int64)[doc],
+                    np.asarray(offsets, np.int64)[doc] + index[order] * capacity,
+                    doc_ids.take(pa.array(doc, pa.int64())))
     return pieces, n_bins
 
 
@@ -338,8 +349,10 @@ class SequenceBlock:
         return self.input_ids.shape[0]
 
 
-def assemble(pieces: Pieces, plan: SplitPlan, file: int, pad_id: int, dtype) -> SequenceBlock:
-    """Lays the pieces of one output file (``sequence`` = row) into its sequences.
+def assemble(pieces: Pieces, plan: SplitPlan, file: int, pad_id: int, dtype, read: ReadTokens) -> SequenceBlock:
+    """Lays the pieces of one output file (``sequence`` = row) into its sequences;
+    ``read(source, offset, out)`` fills ``out`` with the tokens of stream ``source``
+    from ``offset``.
 
     Raises:
       RuntimeError: the pieces do not fill every row from its start, without
@@ -347,20 +360,34 @@ def assemble(pieces: Pieces, plan: SplitPlan, file: int, pad_id: int, dtype) -> 
     """
     rows, length = plan.file_rows(file), plan.layout.length
     order = np.lexsort((pieces.position, pieces.sequence))
-    row, position = pieces.sequence[order], pieces.position[order]
-    sizes = np.diff(pieces.bounds)[order]
+    row, position, sizes = pieces.sequence[order], pieces.position[order], pieces.length[order]
     real = np.bincount(row, weights=sizes, minlength=rows).astype(np.int64)
     per_row = np.bincount(row, minlength=rows)
     expected = np.cumsum(sizes) - sizes - np.repeat(np.cumsum(real) - real, per_row)
     if len(real) != rows or (real == 0).any() or (real > length).any() or (position != expected).any():
         raise RuntimeError(f"{plan.split} file {file}: the pieces do not tile {rows} sequences of {length} tokens")
-    input_ids = np.full((rows, length), pad_id, dtype=dtype)
+    input_ids = np.empty((rows, length), dtype=dtype)
     flat = input_ids.reshape(-1)
-    starts = (pieces.sequence * length + pieces.position).tolist()
-    for start, a, b in zip(starts, pieces.bounds[:-1].tolist(), pieces.bounds[1:].tolist()):
-        flat[start: start + b - a] = pieces.tokens[a:b]
+    for source, offset, target, size in read_runs(pieces, length):
+        read(source, offset, flat[target: target + size])
+    for r in np.flatnonzero(real < length).tolist():  # the pieces tile each row's start: the rest is padding
+        input_ids[r, real[r]:] = pad_id
     return SequenceBlock(
         plan.split, file, plan.files, input_ids, real,
         np.concatenate([[0], np.cumsum(per_row)]).astype(np.int64),
         position.astype(np.int32), pieces.doc_ids.take(pa.array(order, pa.int64())),
     )
+
+
+def read_runs(pieces: Pieces, length: int) -> Iterator[tuple[int, int, int, int]]:
+    """(source, offset, position in the file's flat tokens, size) of the reads that
+    fill the pieces: in stream order, pieces that follow each other both in their
+    stream and in the file merged into one read."""
+    target = pieces.sequence * length + pieces.position
+    order = np.lexsort((pieces.offset, pieces.source))
+    source, offset, target, size = pieces.source[order], pieces.offset[order], target[order], pieces.length[order]
+    follows = (offset[1:] == offset[:-1] + size[:-1]) & (target[1:] == target[:-1] + size[:-1])
+    joined = (source[1:] == source[:-1]) & follows
+    firsts = np.flatnonzero(np.concatenate([[True], ~joined])) if len(order) else np.zeros(0, np.int64)
+    sizes = np.add.reduceat(size, firsts) if len(firsts) else firsts
+    yield from zip(source[firsts].tolist(), offset[firsts].tolist(), target[firsts].tolist(), sizes.tolist())

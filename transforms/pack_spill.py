@@ -1,0 +1,130 @@
+"""The token streams packing sets aside: each unit's tokens of a split, as one raw file.
+
+The first pass over the input (``spill_unit``) reads every unit once and
+writes the tokens of its documents of each split, back to back in the
+sequences' dtype, to ``SPLIT-FFFFF-RRRRR.tokens`` (file index, row group) in a
+scratch directory; what it returns (``UnitDocuments``) holds no token. The
+writer of an output file then reads just its sequences' tokens from there
+(``SpillReader``), by offset, straight into the sequences' array: tokens cross
+from worker to worker once, through the filesystem, and every other step moves
+only counts, ids and offsets.
+
+A stream is written to a temporary name beside its own and renamed, and its
+bytes depend only on the unit, so a retried or duplicated bundle writes the
+same file again. The scratch directory must be one every worker reaches (the
+staging directory of the output); the driver removes it with the staging.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import numpy as np
+import pyarrow as pa
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from transforms.pack_input import Unit, read_batches
+from transforms.packing import UnitDocuments
+from transforms.sequence_order import SPLITS, ValidationRule, split_masks
+
+
+def spill_path(directory: str, split: str, key: tuple[int, int]) -> str:
+    file, row_group = key
+    return FileSystems.join(directory, f"{split}-{file:05d}-{row_group:05d}.tokens")
+
+
+def _is_local(path: str) -> bool:
+    return "://" not in path or path.startswith("file://")
+
+
+class _StreamWriter:
+    """Writes one stream to a temporary name; ``commit`` renames it into place."""
+
+    def __init__(self, path: str):
+        self.path = path
+        directory, base = path.rsplit("/", 1)
+        self._tmp = f"{directory}/.{base}.{uuid.uuid4().hex}.tmp"
+        if _is_local(path):
+            os.makedirs(directory.removeprefix("file://"), exist_ok=True)
+            self._file = open(self._tmp.removeprefix("file://"), "wb")
+        else:
+            self._file = FileSystems.create(self._tmp, compression_type=CompressionTypes.UNCOMPRESSED)
+
+    def write(self, tokens: np.ndarray) -> None:
+        self._file.write(memoryview(np.ascontiguousarray(tokens)).cast("B"))
+
+    def commit(self) -> None:
+        self._file.close()
+        if FileSystems.exists(self.path):  # a retried bundle: the same bytes under the same name
+            FileSystems.delete([self.path])
+        FileSystems.rename([self._tmp], [self.path])
+
+
+def spill_unit(unit: Unit, rule: ValidationRule | None, directory: str, dtype) -> UnitDocuments:
+    """Reads one unit, writes its tokens of each split as a stream, and returns
+    its documents (token counts and ids) by split."""
+    writers: dict[str, _StreamWriter] = {}
+    lengths = {split: [] for split in SPLITS}
+    ids = {split: [] for split in SPLITS}
+    for batch_ids, batch_lengths, tokens in read_batches(unit):
+        id_array = pa.array(batch_ids, pa.string())
+        masks = split_masks(batch_ids, rule)
+        for split, mask in masks.items():
+            if mask.any():
+                every = mask.all()
+                lengths[split].append(batch_lengths if every else batch_lengths[mask])
+                ids[split].append(id_array if every else id_array.filter(mask))
+        tokens = tokens.astype(dtype, copy=False)
+        bounds = np.concatenate([[0], np.cumsum(batch_lengths)])
+        for split, first, last in _runs(masks["validation"]):
+            if split not in writers:
+                writers[split] = _StreamWriter(spill_path(directory, split, unit.key))
+            writers[split].write(tokens[bounds[first]: bounds[last]])
+    for writer in writers.values():
+        writer.commit()
+    return UnitDocuments(
+        unit.key,
+        {s: np.concatenate(lengths[s]) if lengths[s] else np.zeros(0, np.int64) for s in SPLITS},
+        {s: pa.concat_arrays(ids[s]) if ids[s] else pa.array([], pa.string()) for s in SPLITS},
+    )
+
+
+def _runs(validation: np.ndarray):
+    """(split, first, last document + 1) of each run of consecutive documents of one split."""
+    changes = np.flatnonzero(validation[1:] != validation[:-1]) + 1
+    starts, ends = np.concatenate([[0], changes]), np.concatenate([changes, [len(validation)]])
+    for first, last in zip(starts.tolist(), ends.tolist()):
+        if last > first:
+            yield SPLITS[int(validation[first])], first, last
+
+
+class SpillReader:
+    """Reads tokens of spilled streams into arrays, keeping each stream's file open."""
+
+    def __init__(self, dtype):
+        self._itemsize = np.dtype(dtype).itemsize
+        self._files: dict[str, object] = {}
+
+    def read_into(self, path: str, offset: int, out: np.ndarray) -> None:
+        f = self._files.get(path)
+        if f is None:
+            f = self._files[path] = (open(path.removeprefix("file://"), "rb") if _is_local(path) else
+                                     FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED))
+        f.seek(offset * self._itemsize)
+        buffer = memoryview(out).cast("B")
+        if hasattr(f, "readinto"):
+            got = f.readinto(buffer)
+        else:
+            data = f.read(len(buffer))
+            got = len(data)
+            buffer[:got] = data
+        if got != len(buffer):
+            raise RuntimeError(f"{path}: {got} bytes at token {offset}, expected {len(buffer)} (a spilled stream "
+                               "is shorter than its unit's documents)")
+
+    def close(self) -> None:
+        for f in self._files.values():
+            f.close()
+        self._files.clear()
