@@ -43,7 +43,7 @@ WORKER_MODULES = {
     "train": (*_READ, "transforms.count", "pipeline.word_counts", "pyarrow.parquet"),
     "encode": (*_READ, "transforms.encode", "transforms.shards", "pyarrow.parquet"),
     "report": (*_READ, "transforms.report", "transforms.report_sample"),
-    "pack": ("transforms.pack", "transforms.sequence_formats", "pyarrow.parquet"),
+    "pack": ("transforms.pack", "transforms.pack_spill", "transforms.sequence_formats", "pyarrow.parquet"),
 }
 
 
