@@ -5,6 +5,9 @@ compressed stream, an I/O error) ends the piece with one dead letter, record
 -1, whose reason says after which record reading stopped, and keeps the
 documents read before it. The records after that point are unknowable, so
 that single dead letter stands for all of them.
+
+Parquet pieces are read one row group at a time, each in record batches of a
+bounded number of rows, so memory does not grow with the row group's size.
 """
 
 import io
