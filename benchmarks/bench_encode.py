@@ -1,6 +1,6 @@
 """Encoding and stream-decoding throughput, side by side with tiktoken.
 
-    python -m benchmarks.bench_encode [--mb 50] [--vocab 8192] [--workers 2]
+    python -m benchmarks.bench_encode [--mb 50] [--vocab 8192] [--workers 2] [--repeat 1]
 
 1. ``beam-bpe encode`` (DirectRunner, multi_processing, N workers) on >= 50 MB of
    real text in 8 JSON Lines shards, wall clock including job start-up, reading
@@ -10,6 +10,12 @@
    and pattern, the IDs compared on every document. Reports the ratio, the fixed
    costs (the same job on one document, split at the moment the driver starts
    the pipeline) and the peak RSS of every process of the job (driver and workers).
+   Beside it, the I/O limit: the same job on the same runner and worker count,
+   built from the same transforms (``ReadDocuments``, ``WriteTokenShards``), with
+   encoding replaced by a no-op that writes as many zeros per document as the
+   real run wrote tokens for it (looked up from its shards), start-up included;
+   and the ratio encode / I/O limit. With ``--repeat N`` every job runs N times
+   and the fastest run counts.
 2. ``beam-bpe decode --stream`` fed the IDs through a pipe: tokens per second,
    start-up included.
 """
@@ -31,6 +37,7 @@ import bpe
 from benchmarks.corpus import corpus_text, word_counts
 
 BEAM_BPE = [sys.executable, "-m", "pipeline.cli"]
+IO_LIMIT_JOB = [sys.executable, "-m", "benchmarks.bench_encode", "--io-limit-job"]
 
 
 def _descendants(root: int) -> list[int]:
@@ -110,7 +117,101 @@ def run_job(tok_path: str, inputs: str, out: str, workers: int, engines_variable
     with open(os.path.join(out, "stats.json")) as f:
         stats = json.load(f)
     engine = next((line.strip() for line in lines if "beam-bpe encode: engine" in line), "")
-    return {"seconds": seconds, "ready": ready, "stats": stats, "peaks": peaks, "pid": proc.pid, "engine": engine}
+    return {"seconds": seconds, "ready": ready, "stats": stats, "peaks": peaks, "pid": proc.pid, "engine": engine,
+            "out": out}
+
+
+def token_counts(out: str) -> dict[str, int]:
+    """The number of tokens of every row of the shards in ``out``, by row id."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    counts = {}
+    for path in sorted(glob.glob(os.path.join(out, "part-*.parquet"))):
+        table = pq.read_table(path)
+        lengths = pc.list_value_length(table.column("tokens")).to_pylist()
+        counts.update(zip(table.column("id").to_pylist(), lengths))
+    return counts
+
+
+def run_io_limit(counts_path: str, tok: bpe.Tokenizer, inputs: str, out: str, workers: int) -> float:
+    """Runs the I/O-limit job (``io_limit_job``) in its own process; returns its wall-clock seconds."""
+    command = [
+        *IO_LIMIT_JOB, counts_path, tok.sha256, str(tok.vocab_size), inputs, out,
+        "--direct_running_mode=multi_processing", f"--direct_num_workers={workers}",
+    ]
+    start = time.perf_counter()
+    proc = subprocess.run(command, stderr=subprocess.PIPE)
+    seconds = time.perf_counter() - start
+    if proc.returncode:
+        sys.exit("the I/O-limit job failed:\n" + proc.stderr.decode(errors="replace")[-3000:])
+    return seconds
+
+
+def io_limit_job(argv: list[str]) -> None:
+    """``beam-bpe encode`` with encoding replaced by a no-op.
+
+    The same transforms as ``pipeline.encode`` (``ReadDocuments``, documents in
+    batches of ``EncodeDocuments``' size, ``WriteTokenShards``, ``WriteDeadLetters``),
+    the same runner (``pipeline.runners``) and the same stats read back from the
+    shards; each document becomes a row of zeros, as many as the real run wrote
+    tokens for it (a JSON file of {row id: token count}).
+    """
+    import apache_beam as beam
+
+    from pipeline.encode import collect_stats
+    from pipeline.runners import new_pipeline, pipeline_options
+    from transforms.dead_letters import WriteDeadLetters
+    from transforms.encode import EncodeDocuments, TokenRow
+    from transforms.read import ReadDocuments
+    from transforms.shards import WriteTokenShards, token_typecode
+
+    counts_path, sha256, vocab_size, inputs, out, *beam_args = argv
+    vocab_size = int(vocab_size)
+    with open(counts_path) as f:
+        counts = json.load(f)
+    typecode = token_typecode(vocab_size)
+    itemsize = array(typecode).itemsize
+
+    def zeros(documents):
+        for doc in documents:
+            row_id = doc.doc_id if doc.doc_id is not None else f"{doc.file}:{doc.record}"
+            yield TokenRow(row_id, array(typecode, bytes(itemsize * counts[row_id])), len(doc.data))
+
+    batch_size = EncodeDocuments.__dataclass_fields__["batch_size"].default
+    p = new_pipeline(pipeline_options(beam_args))
+    read = p | "Read" >> ReadDocuments([inputs], id_field="id")
+    rows = (
+        read.documents
+        | "Batch" >> beam.BatchElements(min_batch_size=batch_size, max_batch_size=batch_size, record_metrics=False)
+        | "Zeros" >> beam.FlatMap(zeros).with_output_types(TokenRow)
+    )
+    _ = rows | "WriteShards" >> WriteTokenShards(out, sha256, vocab_size)
+    _ = read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(out)
+    p.run().wait_until_finish()
+    with open(os.path.join(out, "stats.json"), "w") as f:
+        json.dump(collect_stats(out, sha256), f)
+
+
+def measure_io_limit(work: str, tok: bpe.Tokenizer, job: dict, corpus: str, workers: int, repeat: int) -> float:
+    """The fastest of ``repeat`` runs of the I/O-limit job, writing the token counts of ``job``'s
+    shards; checks that it wrote as many documents and tokens."""
+    counts_path = os.path.join(work, "token_counts.json")
+    with open(counts_path, "w") as f:
+        json.dump(token_counts(job["out"]), f)
+    seconds = []
+    for run in range(repeat):
+        out = os.path.join(work, f"io-limit-{run}")
+        seconds.append(run_io_limit(counts_path, tok, corpus, out, workers))
+        with open(os.path.join(out, "stats.json")) as f:
+            stats = json.load(f)
+        assert (stats["documents"], stats["tokens"]) == (job["stats"]["documents"], job["stats"]["tokens"]), stats
+    return min(seconds)
+
+
+def fastest(run_once, repeat: int) -> dict:
+    """The fastest (by wall clock) of ``repeat`` runs of ``run_once(run number)``."""
+    return min((run_once(run) for run in range(repeat)), key=lambda job: job["seconds"])
 
 
 def differing_documents(out: str, docs: list[str], expected: list[bytes]) -> int:
@@ -131,11 +232,16 @@ def differing_documents(out: str, docs: list[str], expected: list[bytes]) -> int
 
 
 def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--io-limit-job"]:
+        return io_limit_job(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=50)
     parser.add_argument("--vocab", type=int, default=8192)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--decode-tokens", type=int, default=5_000_000)
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run every job this many times and report the fastest run (for a busy machine)")
     args = parser.parse_args(argv)
 
     docs = corpus_text(int(args.mb * 1e6))
@@ -164,12 +270,18 @@ def main(argv=None) -> None:
     del tiktoken_ids
     print(f"tiktoken encode_ordinary, 1 thread: {tiktoken_s:.2f} s, {total_bytes / 1e6 / tiktoken_s:.2f} MB/s, {tiktoken_tokens} tokens")
 
+    corpus = os.path.join(work, "corpus", "*.jsonl")
+    io_limit_s = None
     for label, variable in [("accelerators", None), ("required dependencies only", "tiktoken,python")]:
-        fixed = run_job(tok_path, os.path.join(work, "one", "*.jsonl"), os.path.join(work, f"one-{variable}"), args.workers, variable)
-        job = run_job(tok_path, os.path.join(work, "corpus", "*.jsonl"), os.path.join(work, f"out-{variable}"), args.workers, variable)
+        name = f"{variable}".replace(",", "-")
+        fixed = fastest(lambda run: run_job(tok_path, os.path.join(work, "one", "*.jsonl"),
+                                            os.path.join(work, f"one-{name}-{run}"), args.workers, variable),
+                        args.repeat)
+        job = fastest(lambda run: run_job(tok_path, corpus, os.path.join(work, f"out-{name}-{run}"), args.workers,
+                                          variable), args.repeat)
         stats = job["stats"]
         assert stats["tokens"] == tiktoken_tokens, (stats["tokens"], tiktoken_tokens)
-        wrong = differing_documents(os.path.join(work, f"out-{variable}"), docs, expected)
+        wrong = differing_documents(job["out"], docs, expected)
         beam_s = job["seconds"]
         print(
             f"\nbeam-bpe encode, {label}, DirectRunner {args.workers} workers: {beam_s:.2f} s, "
@@ -178,6 +290,14 @@ def main(argv=None) -> None:
             f"verified by the reference: {stats.get('verified_documents')}"
         )
         print(f"  {job['engine']}")
+        if io_limit_s is None:
+            io_limit_s = measure_io_limit(work, tok, job, corpus, args.workers, args.repeat)
+            print(
+                f"  I/O limit (the same job, {args.workers} workers, encoding replaced by writing zeros of each "
+                f"document's token count; start-up included): {io_limit_s:.2f} s, "
+                f"{total_bytes / 1e6 / io_limit_s:.2f} MB/s"
+            )
+        print(f"  encode / I/O limit: {beam_s / io_limit_s:.2f}x (goal: within 1.5x)")
         print(
             f"  fixed costs (the same job on one document): {fixed['seconds']:.2f} s, of which {fixed['ready']:.2f} s "
             f"before the driver starts the pipeline (imports, tokenizer, proof) and "

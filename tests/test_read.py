@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from tests.helpers import check_read, compress, dead_letters_like, text_documents
 from transforms import metrics
 from transforms.dead_letters import WriteDeadLetters
+from transforms.read import reading
 from transforms.read import (
     DeadLetter,
     Document,
@@ -288,6 +289,31 @@ def test_parquet_row_groups_nulls_ids_and_binary(corpus):
     # Tiny split_bytes: every row group becomes its own piece.
     check_read([corpus.path("*.parquet")], expected, dead, id_field="id", split_bytes=1)
     check_read([groups], [d for d in expected if d.file == groups], dead[:2], id_field="id")
+
+
+def test_parquet_row_groups_are_read_in_record_batches(corpus, monkeypatch):
+    monkeypatch.setattr(reading, "_PARQUET_BATCH_ROWS", 2)
+    texts = [None if i in (2, 5, 6) else f"row {i}" for i in range(1, 12)]
+    path = corpus.parquet("batches.parquet", {"text": texts, "id": list(range(1, 12))}, row_group_size=5)
+    expected = [Document(path, i, t.encode(), str(i)) for i, t in enumerate(texts, 1) if t]
+    dead = [(path, i, "field 'text' is null") for i in (2, 5, 6)]
+    check_read([path], expected, dead, id_field="id")
+    check_read([path], expected, dead, id_field="id", split_bytes=1)
+
+
+def test_a_parquet_file_damaged_part_way_keeps_the_rows_before(corpus):
+    # Row group 2 of 3 has its first page header overwritten: rows 1-5 read,
+    # then one dead letter for the rest.
+    sink = io.BytesIO()
+    pyarrow.parquet.write_table(pa.table({"text": [f"row {i}" for i in range(1, 16)]}), sink,
+                                row_group_size=5, compression="none")
+    data = bytearray(sink.getvalue())
+    chunk = pyarrow.parquet.ParquetFile(io.BytesIO(bytes(data))).metadata.row_group(1).column(0)
+    start = chunk.dictionary_page_offset or chunk.data_page_offset
+    data[start:start + 8] = b"\xff" * 8
+    path = corpus.write_raw("damaged.parquet", bytes(data))
+    expected = [Document(path, i, b"row %d" % i, None) for i in range(1, 6)]
+    check_read([path], expected, [(path, -1, "reading parquet stopped before row 6: OSError")])
 
 
 def test_parquet_string_column_with_invalid_utf8_stays_exact(corpus):

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from tests.helpers import check_read
 from transforms.read import Document
+from transforms.read import records
 from transforms.read.records import parse_json_line
 
 
@@ -113,3 +114,32 @@ def as_json(part) -> bytes:
 def test_json_strings_come_back_as_the_bytes_they_stand_for(body_parts):
     line = b'{"text": "' + b"".join(map(as_json, body_parts)) + b'", "id": "i"}\n'
     assert parse_json_line(line, "text", "id") == (expected_bytes(body_parts), "i")
+
+
+def _outcome(load, text):
+    try:
+        return "value", repr(load(text))  # repr: NaN equals itself
+    except ValueError as e:
+        return "error", str(e)
+    except RecursionError:
+        return "recursion", None
+
+
+json_like = st.lists(
+    st.one_of(
+        st.sampled_from(['{', '}', '[', ']', '"', ':', ',', '\\', '\\u', 'd83d', 'dc80', ' ', '\t', '\x00', '\ufeff',
+                         'null', 'true', 'NaN', 'Infinity', '-', '1', '.5', 'e9', '"text"', '"a\\nb"']),
+        st.text(max_size=4),
+    ),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(json_like)
+def test_the_line_parser_decodes_as_json_loads_does(text):
+    # The decoder records.py keeps must give what json.loads(text, strict=False)
+    # gives: the same value, or a ValueError with the same message.
+    assert _outcome(records._loads, text) == _outcome(lambda t: json.loads(t, strict=False), text)
+    bom = "\ufeff" + text
+    assert _outcome(records._loads, bom) == _outcome(lambda t: json.loads(t, strict=False), bom)

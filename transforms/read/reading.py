@@ -5,6 +5,9 @@ compressed stream, an I/O error) ends the piece with one dead letter, record
 -1, whose reason says after which record reading stopped, and keeps the
 documents read before it. The records after that point are unknowable, so
 that single dead letter stands for all of them.
+
+Parquet pieces are read one row group at a time, each in record batches of a
+bounded number of rows, so memory does not grow with the row group's size.
 """
 
 import io
@@ -29,6 +32,9 @@ from transforms.read.records import (
 __all__ = ["ReadFn"]
 
 _FLUSH_BYTES = 1 << 20  # document bytes between two updates of the read counters
+# Parquet rows read at a time: a row group is read in record batches of this
+# many rows, so a big row group never has to fit in memory whole.
+_PARQUET_BATCH_ROWS = 1024
 
 
 class ReadFn(beam.DoFn):
@@ -53,8 +59,10 @@ class ReadFn(beam.DoFn):
     def process(self, task: ReadTask):
         if task.format == "parquet":
             outputs = self._read_parquet(task)
+        elif task.format == "text":
+            outputs = self._read_text(task)
         else:
-            outputs = self._read_lines(task)
+            outputs = self._read_json_lines(task)
         # Counted locally and added every _FLUSH_BYTES: a counter update per
         # document would cost more than reading it, and a progress line
         # (pipeline.progress) sees a long piece advance.
@@ -75,7 +83,17 @@ class ReadFn(beam.DoFn):
         if task.part.stop is None:  # the piece that ends its file
             self._files_done.inc()
 
-    def _read_lines(self, task: ReadTask):
+    def _read_text(self, task: ReadTask):
+        # One document per line, nothing to parse: the loop is kept to the bare
+        # minimum, as it runs once per line.
+        file, record = task.file, task.first_record - 1
+        try:
+            for record, line in enumerate(_lines(file, task.compression, task.part), task.first_record):
+                yield Document(file, record, line, None)
+        except READ_ERRORS as e:
+            yield _stopped(task, record, e)
+
+    def _read_json_lines(self, task: ReadTask):
         lines = _lines(task.file, task.compression, task.part)
         record = task.first_record - 1
         while True:
@@ -84,18 +102,12 @@ class ReadFn(beam.DoFn):
             except StopIteration:
                 return
             except READ_ERRORS as e:
-                yield dead_letter(
-                    task.file, -1,
-                    f"reading {task.part.describe()} stopped after record {record}: {describe(e)}",
-                )
+                yield _stopped(task, record, e)
                 return
             record += 1
-            if task.format == "text":
-                yield Document(task.file, record, line, None)
-                continue
             if record == 1:
                 line = strip_bom(line)
-            if not line.strip():
+            if not line or line.isspace():  # blank: not a record
                 self._blank_lines.inc()
                 continue
             parsed = parse_json_line(line, self._text_field, self._id_field)
@@ -117,7 +129,7 @@ class ReadFn(beam.DoFn):
                 if problem:
                     yield dead_letter(task.file, -1, problem)
                     return
-                for texts, ids in _row_groups(parquet, task.part, self._text_field, self._id_field):
+                for texts, ids in _record_batches(parquet, task.part, self._text_field, self._id_field):
                     for offset, (text, doc_id) in enumerate(zip(texts, ids)):
                         if text is None:
                             yield dead_letter(task.file, row + offset, f"field {self._text_field!r} is null")
@@ -128,16 +140,26 @@ class ReadFn(beam.DoFn):
             yield dead_letter(task.file, -1, f"reading parquet stopped before row {row}: {describe(e)}")
 
 
-def _row_groups(parquet: pq.ParquetFile, part: RowGroups, text_field: str, id_field: str | None):
-    """(texts, ids) of each row group of ``part``; ids are None when the file has no id column."""
+def _record_batches(parquet: pq.ParquetFile, part: RowGroups, text_field: str, id_field: str | None):
+    """(texts, ids) of each record batch of ``part``'s row groups, in order; ids
+    are None when the file has no id column."""
     with_id = bool(id_field) and id_field in parquet.schema_arrow.names
     columns = [text_field] + ([id_field] if with_id and id_field != text_field else [])
     stop = parquet.metadata.num_row_groups if part.stop is None else part.stop
     for group in range(part.first, stop):
-        table = parquet.read_row_group(group, columns=columns)
-        texts = text_values(table.column(text_field))
-        ids = id_values(table.column(id_field)) if with_id else [None] * len(texts)
-        yield texts, ids
+        # One row group at a time: a batch never spans two, so a damaged row
+        # group loses none of the rows before it.
+        for batch in parquet.iter_batches(batch_size=_PARQUET_BATCH_ROWS, row_groups=[group], columns=columns):
+            texts = text_values(batch.column(text_field))
+            ids = id_values(batch.column(id_field)) if with_id else [None] * len(texts)
+            yield texts, ids
+
+
+def _stopped(task: ReadTask, record: int, error: BaseException) -> beam.pvalue.TaggedOutput:
+    """The dead letter of a text or JSON Lines piece whose reading failed after ``record``."""
+    return dead_letter(
+        task.file, -1, f"reading {task.part.describe()} stopped after record {record}: {describe(error)}"
+    )
 
 
 def _lines(file: str, compression: str, part: ByteRange) -> Iterator[bytes]:
@@ -145,13 +167,15 @@ def _lines(file: str, compression: str, part: ByteRange) -> Iterator[bytes]:
     with open_file(file, compression) as stream:
         if part.start:
             stream.seek(part.start)
-        remaining = None if part.stop is None else part.stop - part.start
+        if part.stop is None:
+            yield from stream
+            return
+        remaining = part.stop - part.start
         for line in stream:
-            if remaining is not None:
-                if len(line) >= remaining:
-                    # The planner put `stop` at a line start; the cut only
-                    # matters if the file changed since planning.
-                    yield line[:remaining]
-                    return
-                remaining -= len(line)
+            if len(line) >= remaining:
+                # The planner put `stop` at a line start; the cut only
+                # matters if the file changed since planning.
+                yield line[:remaining]
+                return
+            remaining -= len(line)
             yield line

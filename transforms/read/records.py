@@ -40,6 +40,9 @@ _FORMAT_BY_EXTENSION = {
 }
 
 _BOM = b"\xef\xbb\xbf"
+# json.loads(text, strict=False) builds a decoder per call; one made once does
+# the same. strict=False accepts raw control characters (tabs, NULs) in strings.
+_DECODER = json.JSONDecoder(strict=False)
 _MARK = "\udc00"  # before a code point from a JSON escape, in lines with raw invalid bytes
 _ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
 
@@ -75,8 +78,7 @@ def parse_json_line(
         text = _mark_low_surrogate_escapes(line.decode("utf-8", "surrogateescape"))
         raw_bytes = True
     try:
-        # strict=False accepts raw control characters (tabs, NULs) in strings.
-        value = json.loads(text, strict=False)
+        value = _loads(text)
     except ValueError as e:  # JSONDecodeError
         return f"malformed JSON: {e}"
     except RecursionError:
@@ -92,6 +94,13 @@ def parse_json_line(
     if problem:
         return f"id field {id_field!r} is {problem}, expected a string or an integer"
     return _to_bytes(data, raw_bytes), doc_id
+
+
+def _loads(text: str):
+    """``json.loads(text, strict=False)``: the same checks, the same errors."""
+    if text.startswith("\ufeff"):
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return _DECODER.decode(text)
 
 
 def _json_id(value, raw_bytes: bool) -> tuple[str | None, str | None]:
