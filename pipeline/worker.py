@@ -22,6 +22,8 @@ Stoppable by the driver only: Ctrl-C in a terminal sends SIGINT to every
 process of the job, and each worker would print its own traceback. Workers
 ignore it; the driver ends them (``pipeline.stopping``).
 
+Lean: Beam, and pyarrow with it, run without pandas (``pipeline.beam_import``).
+
 Quick: when Beam's ``main`` returns, the harness has finished every bundle, torn
 down the DoFns and sent its logs. What is left is the interpreter freeing every
 object of the job, and the runner waits for that, one worker after the other,
@@ -40,7 +42,7 @@ signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 from pipeline import beam_import  # noqa: E402
 
-beam_import.import_beam()  # after the handler, on purpose
+beam_import.import_beam(for_good=True)  # after the handler, on purpose
 from apache_beam.runners.worker import sdk_worker_main  # noqa: E402
 
 

@@ -234,7 +234,9 @@ def test_the_worker_process_does_not_import_pandas():
         "import runpy, sys\n"
         "sys.argv = ['pipeline.worker']\n"
         "import pipeline.worker\n"  # the module body runs up to its __main__ block
-        "print('pandas' in sys.modules)\n"
+        "import pyarrow as pa\n"
+        "pa.array(['an id', 'another'], type=pa.string())\n"  # where pyarrow would look for pandas
+        "print('pandas' in sys.modules and sys.modules['pandas'] is not None)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": ROOT}, cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
