@@ -23,7 +23,8 @@ from pipeline.report_pattern import UnsupportedPattern, to_javascript
 
 # Rows shown of each token list; report.json holds them all.
 LIST_ROWS = 200
-# Check texts the live box must encode exactly as Python does before it shows IDs.
+# Check texts the live box must encode exactly as Python does before it shows IDs (with the
+# visualizer's documents; ``transforms.report.MeasureTokenizers`` encodes them all).
 CHECK_TEXTS = (
     "Hello world! It's 2024-06-01, isn't it?\n\tdef f(x):\n        return x**2  # 100%\n\n",
     "Привет, мир. Καλημέρα κόσμε. שלום עולם. مرحبا بالعالم. नमस्ते दुनिया। สวัสดีชาวโลก",
@@ -212,7 +213,7 @@ def _visualizer(report: dict, tokenizers: Sequence[Tokenizer]) -> str:
     return "".join(parts)
 
 
-def _tokenizer_data(report: dict, tokenizers: Sequence[Tokenizer]) -> list[dict]:
+def _tokenizer_data(report: dict, tokenizers: Sequence[Tokenizer], checks: Sequence[Sequence[dict]]) -> list[dict]:
     """What the live box needs per tokenizer: merges, the JavaScript pattern (or why not) and check texts."""
     out = []
     for t, (entry, tok) in enumerate(zip(report["tokenizers"], tokenizers)):
@@ -220,16 +221,9 @@ def _tokenizer_data(report: dict, tokenizers: Sequence[Tokenizer]) -> list[dict]
             pattern, unsupported = to_javascript(tok.pattern), None
         except UnsupportedPattern as e:
             pattern, unsupported = None, str(e)
-        texts = list(CHECK_TEXTS)
-        for doc in report["visualizer"]:
-            try:
-                texts.append(tok.decode_bytes(doc["tokens"][t]).decode("utf-8"))
-            except UnicodeDecodeError:
-                pass  # the live box takes typed text, which is always valid
         out.append({
             "index": t, "name": entry["name"], "pattern": pattern, "unsupported": unsupported,
-            "merges": [i for pair in tok.merges for i in pair],
-            "checks": [{"text": text, "ids": tok.encode(text)} for text in texts],
+            "merges": [i for pair in tok.merges for i in pair], "checks": list(checks[t]),
         })
     return out
 
@@ -251,8 +245,12 @@ def _tokenizers_table(report: dict) -> str:
     return _table("tokenizers-table", "The tokenizers measured", headers, rows)
 
 
-def render_page(report: dict, tokenizers: Sequence[Tokenizer]) -> str:
-    """The whole page as one HTML string."""
+def render_page(report: dict, tokenizers: Sequence[Tokenizer], checks: Sequence[Sequence[dict]]) -> str:
+    """The whole page as one HTML string.
+
+    ``checks[t]``: the texts ({"text", "ids"}) the live box must encode as tokenizer
+    ``t`` does before it shows IDs (the measures' ``checks``).
+    """
     corpus = report["corpus"]
     summary = (f"{corpus['documents']:,} documents, {corpus['bytes']:,} bytes, {corpus['characters']:,} characters, "
                f"{corpus['words']:,} words from {corpus['sources']:,} sources; {corpus['dead_letters']:,} records "
@@ -275,6 +273,6 @@ def render_page(report: dict, tokenizers: Sequence[Tokenizer]) -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
         f"<title>beam-bpe report</title><style>{_asset('report.css')}</style></head><body>"
         f"<h1>beam-bpe report</h1><p>{escape(summary)}</p>{body}"
-        f"{_json_script('report-data', report)}{_json_script('tokenizer-data', _tokenizer_data(report, tokenizers))}"
+        f"{_json_script('report-data', report)}{_json_script('tokenizer-data', _tokenizer_data(report, tokenizers, checks))}"
         f"<script>{_asset('report.js')}</script></body></html>\n"
     )

@@ -33,10 +33,12 @@ from typing import Sequence
 
 import numpy as np
 
-from bpe.scripts import INHERITED, INVALID, OTHER, SCRIPTS, WRITING, code_point_classes
+from bpe.scripts import INHERITED, INVALID, OTHER, SCRIPTS, WRITING, classes_of
 from bpe.tokenizer import Tokenizer
 
-__all__ = ["Figures", "MeasuredTokenizer", "Quantity", "measure_batch"]
+__all__ = [
+    "Figures", "MeasuredTokenizer", "Quantity", "document_classes", "measure_batch", "span_classes", "token_lengths",
+]
 
 N_CLASSES = len(SCRIPTS)
 # The sample keeps at most this many bytes of each document (see sample_prefix).
@@ -65,12 +67,25 @@ class MeasuredTokenizer:
     def __init__(self, tokenizer: Tokenizer, engine=None):
         self.tokenizer = tokenizer
         self.vocab_size = tokenizer.vocab_size
-        self.lengths = np.array([len(tokenizer.token_bytes(i)) for i in range(tokenizer.vocab_size)], dtype=np.int64)
+        self.lengths = token_lengths(tokenizer)
         self._engine = engine or tokenizer.engine
 
     def encode(self, data: bytes) -> np.ndarray:
         """The document's IDs as ordinary text (no special tokens), as uint32."""
         return np.frombuffer(self._engine.encode_array(data), dtype=np.uint32)
+
+    def encode_text(self, text: str) -> list[int]:
+        """``Tokenizer.encode(text)``'s IDs, by the same engine."""
+        return list(self._engine.encode(text))
+
+
+def token_lengths(tokenizer: Tokenizer) -> np.ndarray:
+    """int64 [vocab_size]: the length in bytes of every token."""
+    ordinary = tokenizer.ordinary_tokens()
+    return np.array(
+        [len(ordinary[i]) if i in ordinary else len(tokenizer.token_bytes(i)) for i in range(tokenizer.vocab_size)],
+        dtype=np.int64,
+    )
 
 
 @dataclasses.dataclass
@@ -178,7 +193,7 @@ class _Batch:
         starts = np.zeros(n + 1, dtype=bool)
         starts[np.cumsum(self.per_document) - self.per_document] = True
         self.document_starts = starts[:n]
-        self.classes = _resolve_inherited(np.frombuffer(code_point_classes(), dtype=np.uint8)[cps], self.document_starts)
+        self.classes = _resolve_inherited(classes_of(cps), self.document_starts)
         self.size = sum(len(data) for data in datas)
         self.chars_before = self.valid_before = self.inside = None
         if self.size == n:
@@ -231,6 +246,21 @@ def _token_classes(batch: _Batch, starts: np.ndarray, ends: np.ndarray) -> np.nd
     """``bpe.scripts.class_of_span`` of every token: its last byte's class, unless whitespace."""
     last = batch.class_at(ends - 1)
     return np.where(last == WHITESPACE, batch.class_at(starts), last).astype(np.int64)
+
+
+def span_classes(spans: Sequence[bytes]) -> np.ndarray:
+    """``bpe.scripts.class_of_span`` of each (non-empty) byte string, each decoded on its own."""
+    lengths = np.array([len(span) for span in spans], dtype=np.int64)
+    ends = np.cumsum(lengths)
+    return _token_classes(_Batch(spans), ends - lengths, ends)
+
+
+def document_classes(documents: Sequence[bytes]) -> np.ndarray:
+    """int64 [document, class]: how many characters of each class every document holds."""
+    batch = _Batch(documents)
+    owner = np.repeat(np.arange(len(documents), dtype=np.int64), batch.per_document)
+    counts = np.bincount(owner * N_CLASSES + batch.classes, minlength=len(documents) * N_CLASSES)
+    return counts.reshape(len(documents), N_CLASSES)
 
 
 def measure_batch(
