@@ -1,0 +1,113 @@
+"""The report's array code against the plain definitions it stands for: code point classes,
+the class of a span, a document's dominant script, the sample's segmentation in chunks,
+token lengths and the page's check texts."""
+
+import random
+
+import numpy as np
+import pytest
+
+from bpe import scripts
+from tests.helpers import MULTILINGUAL_LINES, stdlib_lines, train_small
+
+SPANS = (
+    "hello", " the", " 42", ");\n", "\n\n", "\u0301abc", "e\u0301", "中文", " Привет", "\t", "x\u200d\U0001f642",
+)
+INVALID = (b"bad \xff\xfe", b"\xe4\xb8", b"\x80", b" \xe4\xb8\xad\xe6")
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    docs = [line.decode() for line in stdlib_lines()[:2000]] + list(MULTILINGUAL_LINES) * 10
+    return train_small(docs, vocab_size=700)
+
+
+def plain_class_of_span(data: bytes) -> int:
+    return scripts.class_of_span(scripts.classify(data.decode("utf-8", "surrogateescape")))
+
+
+def test_classes_looked_up_as_met_equal_the_whole_table():
+    table = np.frombuffer(scripts.code_point_classes(), dtype=np.uint8)
+    code_points = np.arange(0x110000, dtype=np.uint32)
+    np.random.default_rng(0).shuffle(code_points)
+    for chunk in np.array_split(code_points, 7):  # met a few at a time, in no order
+        assert np.array_equal(scripts.classes_of(chunk), table[chunk])
+    assert np.array_equal(scripts.classes_of(np.arange(0x110000, dtype=np.uint32)), table)
+
+
+def test_span_classes_equal_class_of_span_of_each_decoded_on_its_own():
+    from transforms.report_figures import span_classes
+
+    spans = [s.encode() for s in SPANS] + list(INVALID)
+    assert span_classes(spans).tolist() == [plain_class_of_span(s) for s in spans]
+    # A combining mark first takes "other", as classify does on its own (not the class before it).
+    assert span_classes(["\u0301".encode(), b"a"]).tolist() == [scripts.OTHER, scripts.SCRIPTS.index("Latin")]
+    assert span_classes([]).tolist() == []
+
+
+def plain_dominant(data: bytes) -> int:
+    classes = scripts.classify(data.decode("utf-8", "surrogateescape"))
+    counts = [classes.count(i) for i in range(len(scripts.SCRIPTS))]
+    writing = [i for i in sorted(scripts.WRITING) if counts[i]]
+    if writing:
+        return max(writing, key=lambda i: (counts[i], -i))
+    return max(range(len(counts)), key=lambda i: (counts[i], -i))
+
+
+def test_dominant_classes_equal_the_plain_definition():
+    from transforms.report_sample import dominant_classes
+
+    docs = [line.encode() for line in MULTILINGUAL_LINES] + list(INVALID) + [
+        b"", b"12345 ...", "Привет hello".encode(), "ab Пр".encode(), "中文 日本語 カタカナ".encode(), b"\n\n",
+    ]
+    assert dominant_classes(docs) == [plain_dominant(d) for d in docs]
+    assert dominant_classes([]) == []
+
+
+def plain_segmentation(tok, documents) -> np.ndarray:
+    """[class, (pieces, bytes, bpe, greedy, fewest)], one piece at a time with the plain segmentations."""
+    from bpe.segmentation import Vocabulary
+
+    vocabulary = Vocabulary([tok.token_bytes(i) for i in range(256 + len(tok.merges))])
+    table = np.zeros((len(scripts.SCRIPTS), 5), dtype=np.int64)
+    for data in documents:
+        lengths = [len(tok.token_bytes(i)) for i in tok.encode(data)]
+        for piece in tok.pre_tokenizer.pieces(data):
+            bpe, covered = 0, 0
+            while covered < len(piece):
+                covered += lengths.pop(0)
+                bpe += 1
+            greedy, fewest = vocabulary.both(piece)
+            table[plain_class_of_span(piece)] += (1, len(piece), bpe, len(greedy), len(fewest))
+    return table
+
+
+def test_the_sample_segmented_in_chunks_equals_one_piece_at_a_time(tokenizer, monkeypatch):
+    from transforms import report
+    from transforms.report_figures import MeasuredTokenizer
+    from transforms.report_sample import Segmenter
+
+    documents = [line for line in stdlib_lines()[2000:2300]] + [l.encode() for l in MULTILINGUAL_LINES] + list(INVALID)
+    random.Random(0).shuffle(documents)
+    segmenter = Segmenter(MeasuredTokenizer(tokenizer))
+    expected = plain_segmentation(tokenizer, documents)
+    assert np.array_equal(segmenter.count(documents), expected)
+    monkeypatch.setattr(report, "SEGMENT_BYTES", 500)  # many calls, pieces met again in later ones
+    assert np.array_equal(report.segment(segmenter, documents), expected)
+    assert np.array_equal(report.segment(segmenter, []), np.zeros_like(expected))
+
+
+def test_token_lengths_are_the_lengths_of_every_token(tokenizer):
+    from transforms.report_figures import token_lengths
+
+    lengths = token_lengths(tokenizer)
+    assert lengths.tolist() == [len(tokenizer.token_bytes(i)) for i in range(tokenizer.vocab_size)]
+
+
+def test_check_texts_are_the_given_ones_then_each_valid_visualizer_document(tokenizer):
+    from transforms.report import check_texts
+
+    valid, invalid = "Привет, мир", b"bad \xff"
+    visualizer = [{"tokens": [[0], tokenizer.encode(valid)]}, {"tokens": [[1], tokenizer.encode(invalid)]}]
+    assert check_texts(["a", "b"], visualizer, 1, tokenizer) == ["a", "b", valid]
+    assert check_texts([], visualizer, 0, tokenizer) == ["\x00", "\x01"]
