@@ -181,6 +181,7 @@ class _Batch:
       valid_before: the same for valid characters; None when all are valid.
       inside: bool per byte (and False at ``size``): the byte continues a
         character begun before it; None for ASCII.
+      byte_classes: uint8 per byte, the class of the character holding it.
     """
 
     def __init__(self, datas: Sequence[bytes]):
@@ -196,6 +197,7 @@ class _Batch:
         self.classes = _resolve_inherited(classes_of(cps), self.document_starts)
         self.size = sum(len(data) for data in datas)
         self.chars_before = self.valid_before = self.inside = None
+        self.byte_classes = self.classes
         if self.size == n:
             return
         if valid:  # character starts are the bytes that are not 10xxxxxx
@@ -209,15 +211,13 @@ class _Batch:
             char_start[self.size] = True
         self.inside = ~char_start
         self.chars_before = _before(char_start[:-1])
+        self.byte_classes = self.classes[self.chars_before[1:] - 1]
         if not valid:
-            byte_classes = self.classes[self.chars_before[1:] - 1]
-            self.valid_before = _before(char_start[:-1] & (byte_classes != INVALID))
+            self.valid_before = _before(char_start[:-1] & (self.byte_classes != INVALID))
 
     def class_at(self, byte_positions: np.ndarray) -> np.ndarray:
         """The class of the character holding each byte."""
-        if self.chars_before is None:
-            return self.classes[byte_positions]
-        return self.classes[self.chars_before[byte_positions + 1] - 1]
+        return self.byte_classes[byte_positions]
 
 
 def _resolve_inherited(classes: np.ndarray, document_starts: np.ndarray) -> np.ndarray:
@@ -244,8 +244,10 @@ def _before(flags: np.ndarray) -> np.ndarray:
 
 def _token_classes(batch: _Batch, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """``bpe.scripts.class_of_span`` of every token: its last byte's class, unless whitespace."""
-    last = batch.class_at(ends - 1)
-    return np.where(last == WHITESPACE, batch.class_at(starts), last).astype(np.int64)
+    classes = batch.class_at(ends - 1).astype(np.int64)
+    space = np.flatnonzero(classes == WHITESPACE)
+    classes[space] = batch.class_at(starts[space])
+    return classes
 
 
 def span_classes(spans: Sequence[bytes]) -> np.ndarray:
@@ -291,22 +293,22 @@ def measure_batch(
     counts = np.zeros((len(tokenizers), 4, size), dtype=np.int64)
     for t, tokenizer in enumerate(tokenizers):
         per_doc = encoded[t] if encoded is not None else [tokenizer.encode(data) for _, data in documents]
-        ids = np.concatenate(per_doc).astype(np.int64)
+        ids = np.concatenate(per_doc, dtype=np.int64)
         lengths = tokenizer.lengths[ids]
         ends = np.cumsum(lengths)
         if (ends[-1] if len(ends) else 0) != batch.size:
             raise ValueError("the tokens do not spell the documents' bytes")
         if not len(ids):
             continue
-        starts = ends - lengths
-        keys = _token_classes(batch, starts, ends)
+        keys = _token_classes(batch, ends - lengths, ends)
         if len(names) > 1:
             keys += np.repeat(doc_sources, [len(d) for d in per_doc]) * N_CLASSES
         if batch.chars_before is None:
             characters, fallback = lengths, None
         else:
-            characters = batch.chars_before[ends] - batch.chars_before[starts]
-            valid = characters if batch.valid_before is None else batch.valid_before[ends] - batch.valid_before[starts]
+            # Tokens follow each other: one token's start is the previous one's end.
+            characters = np.diff(batch.chars_before[ends], prepend=0)
+            valid = characters if batch.valid_before is None else np.diff(batch.valid_before[ends], prepend=0)
             # A token ending inside a character does not hold that (last begun) character whole.
             fallback = (valid - batch.inside[ends]) <= 0
         counts[t, Quantity.TOKENS] = np.bincount(keys, minlength=size)
