@@ -56,7 +56,19 @@ class Quantity:
 
 
 class MeasuredTokenizer:
-    """A tokenizer as the measures use it: its encoder and its tokens' lengths.
+    """A tokenizer as the measures use it: its encoder and, per ID, what its bytes alone tell.
+
+    A token whose bytes are valid UTF-8 on their own and do not start with a
+    combining character has the same characters wherever it stands (it starts
+    and ends on character boundaries, and its characters' classes resolve
+    inside it), so its class, its characters and that it is no fallback token
+    follow from its ID. The measures look at the text around the others only.
+
+    Attributes:
+      lengths: int64 [vocab_size], each token's length in bytes.
+      classes: int64 [vocab_size], each token's class (``bpe.scripts.class_of_span``
+        of its characters), or -1 where the text around it decides.
+      characters: int64 [vocab_size], each token's characters where ``classes`` is known.
 
     Args:
       tokenizer: the tokenizer.
@@ -68,6 +80,7 @@ class MeasuredTokenizer:
         self.tokenizer = tokenizer
         self.vocab_size = tokenizer.vocab_size
         self.lengths = token_lengths(tokenizer)
+        self.classes, self.characters = _self_contained(tokenizer)
         self._engine = engine or tokenizer.engine
 
     def encode(self, data: bytes) -> np.ndarray:
@@ -86,6 +99,28 @@ def token_lengths(tokenizer: Tokenizer) -> np.ndarray:
         [len(ordinary[i]) if i in ordinary else len(tokenizer.token_bytes(i)) for i in range(tokenizer.vocab_size)],
         dtype=np.int64,
     )
+
+
+def _self_contained(tokenizer: Tokenizer) -> tuple[np.ndarray, np.ndarray]:
+    """(class, characters) of every token whose bytes alone decide them (see
+    ``MeasuredTokenizer``); class -1 for the others."""
+    ordinary = tokenizer.ordinary_tokens()
+    ids, texts = [], []
+    for token_id in range(tokenizer.vocab_size):
+        data = ordinary[token_id] if token_id in ordinary else tokenizer.token_bytes(token_id)
+        try:
+            texts.append(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            continue
+        ids.append(token_id)
+    starts_whole = classes_of(np.array([ord(t[0]) if t else 0 for t in texts], dtype=np.uint32)) != INHERITED
+    kept = [i for i, (t, whole) in enumerate(zip(texts, starts_whole)) if t and whole]
+    classes = np.full(tokenizer.vocab_size, -1, dtype=np.int64)
+    characters = np.zeros(tokenizer.vocab_size, dtype=np.int64)
+    chosen = np.array([ids[i] for i in kept], dtype=np.int64)
+    classes[chosen] = span_classes([texts[i].encode("utf-8") for i in kept])
+    characters[chosen] = [len(texts[i]) for i in kept]
+    return classes, characters
 
 
 @dataclasses.dataclass
@@ -176,12 +211,10 @@ class _Batch:
       document_starts: bool per character, True at each document's first.
       per_document: characters per document.
       size: bytes in the batch.
-      chars_before: ``chars_before[p]`` = characters starting in bytes [0, p), for
-        p in 0..size; None when every byte is a character (ASCII).
-      valid_before: the same for valid characters; None when all are valid.
-      inside: bool per byte (and False at ``size``): the byte continues a
-        character begun before it; None for ASCII.
-      byte_classes: uint8 per byte, the class of the character holding it.
+      char_starts: int64 per character and one more, ``size``: the byte where
+        it starts (increasing); None when every byte is a character (ASCII).
+      valid_before: ``valid_before[i]``: the valid characters among the first
+        i; None when all are valid.
     """
 
     def __init__(self, datas: Sequence[bytes]):
@@ -196,28 +229,37 @@ class _Batch:
         self.document_starts = starts[:n]
         self.classes = _resolve_inherited(classes_of(cps), self.document_starts)
         self.size = sum(len(data) for data in datas)
-        self.chars_before = self.valid_before = self.inside = None
-        self.byte_classes = self.classes
-        if self.size == n:
-            return
-        if valid:  # character starts are the bytes that are not 10xxxxxx
+        self.char_starts = None
+        if self.size != n and valid:  # character starts are the bytes that are not 10xxxxxx
             raw = np.frombuffer(b"".join(datas), dtype=np.uint8)
-            char_start = np.append((raw & 0xC0) != 0x80, True)
-        else:  # a lone surrogate stands for one invalid byte (surrogateescape)
+            self.char_starts = np.append(np.flatnonzero((raw & 0xC0) != 0x80), self.size)
+        elif self.size != n:  # a lone surrogate stands for one invalid byte (surrogateescape)
             lengths = np.where(cps < 0x80, 1, np.where(cps < 0x800, 2, np.where(cps < 0x10000, 3, 4)))
             lengths[(cps >= 0xD800) & (cps < 0xE000)] = 1
-            char_start = np.zeros(self.size + 1, dtype=bool)
-            char_start[np.cumsum(lengths) - lengths] = True
-            char_start[self.size] = True
-        self.inside = ~char_start
-        self.chars_before = _before(char_start[:-1])
-        self.byte_classes = self.classes[self.chars_before[1:] - 1]
-        if not valid:
-            self.valid_before = _before(char_start[:-1] & (self.byte_classes != INVALID))
+            self.char_starts = np.append(np.cumsum(lengths) - lengths, self.size)
+        self.valid_before = None if valid else _before(self.classes != INVALID)
+
+    def _chars_before(self, byte_positions: np.ndarray) -> np.ndarray:
+        """How many characters start before each byte position (0..size)."""
+        if self.char_starts is None:
+            return byte_positions
+        return np.searchsorted(self.char_starts, byte_positions)
 
     def class_at(self, byte_positions: np.ndarray) -> np.ndarray:
         """The class of the character holding each byte."""
-        return self.byte_classes[byte_positions]
+        if self.char_starts is None:
+            return self.classes[byte_positions]
+        return self.classes[np.searchsorted(self.char_starts, byte_positions, side="right") - 1]
+
+    def spans(self, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per byte span [start, end): its class (``_token_classes``), its characters
+        (those that start in it) and whether it is a byte-level fallback token."""
+        first, last = self._chars_before(starts), self._chars_before(ends)
+        characters = last - first
+        valid = characters if self.valid_before is None else self.valid_before[last] - self.valid_before[first]
+        # A span ending inside a character does not hold that (last begun) character whole.
+        inside = ends != (ends if self.char_starts is None else self.char_starts[last])
+        return _token_classes(self, starts, ends), characters, (valid - inside) <= 0
 
 
 def _resolve_inherited(classes: np.ndarray, document_starts: np.ndarray) -> np.ndarray:
@@ -295,27 +337,22 @@ def measure_batch(
         per_doc = encoded[t] if encoded is not None else [tokenizer.encode(data) for _, data in documents]
         ids = np.concatenate(per_doc, dtype=np.int64)
         lengths = tokenizer.lengths[ids]
-        ends = np.cumsum(lengths)
-        if (ends[-1] if len(ends) else 0) != batch.size:
+        if int(lengths.sum()) != batch.size:
             raise ValueError("the tokens do not spell the documents' bytes")
         if not len(ids):
             continue
-        keys = _token_classes(batch, ends - lengths, ends)
+        keys, characters = tokenizer.classes[ids], tokenizer.characters[ids]
+        around = np.flatnonzero(keys < 0)  # tokens whose neighbours decide their figures
+        fallback = np.zeros(0, dtype=bool)
+        if len(around):
+            ends = np.cumsum(lengths)[around]
+            keys[around], characters[around], fallback = batch.spans(ends - lengths[around], ends)
         if len(names) > 1:
             keys += np.repeat(doc_sources, [len(d) for d in per_doc]) * N_CLASSES
-        if batch.chars_before is None:
-            characters, fallback = lengths, None
-        else:
-            # Tokens follow each other: one token's start is the previous one's end.
-            characters = np.diff(batch.chars_before[ends], prepend=0)
-            valid = characters if batch.valid_before is None else np.diff(batch.valid_before[ends], prepend=0)
-            # A token ending inside a character does not hold that (last begun) character whole.
-            fallback = (valid - batch.inside[ends]) <= 0
         counts[t, Quantity.TOKENS] = np.bincount(keys, minlength=size)
         counts[t, Quantity.BYTES] = np.bincount(keys, weights=lengths, minlength=size)
         counts[t, Quantity.CHARACTERS] = np.bincount(keys, weights=characters, minlength=size)
-        if fallback is not None:
-            counts[t, Quantity.FALLBACK] = np.bincount(keys, weights=fallback, minlength=size)
+        counts[t, Quantity.FALLBACK] = np.bincount(keys[around], weights=fallback, minlength=size)
         figures.token_counts[t] += np.bincount(ids, minlength=tokenizer.vocab_size)
 
     words = _word_counts(batch, doc_sources, len(names))
