@@ -15,6 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
+from bpe.pretokenize import to_text
 from bpe.scripts import SCRIPTS, WRITING
 from bpe.segmentation import Vocabulary
 from transforms.report_figures import N_CLASSES, MeasuredTokenizer, document_classes, span_classes
@@ -51,26 +52,26 @@ class Segmenter:
         (``Vocabulary.counts``); BPE's tokens of a piece are those of the
         document's IDs that end within it (tokens never cross pieces).
         """
-        pre = self.tokenizer.tokenizer.pre_tokenizer
-        pieces: list[bytes] = []
-        bpe = []
+        split = self.tokenizer.tokenizer.pre_tokenizer.split
+        pieces: list[str] = []  # every document's pieces, one after the other
+        token_lengths = []
         for data in documents:
-            doc_pieces = pre.pieces(data)
-            token_ends = np.cumsum(self.tokenizer.lengths[self.tokenizer.encode(data)])
-            piece_ends = np.cumsum(np.array([len(p) for p in doc_pieces], dtype=np.int64))
-            within = np.searchsorted(token_ends, piece_ends, side="right")
-            if len(piece_ends) and not np.array_equal(token_ends[within - 1], piece_ends):
-                raise ValueError("a token crosses a pre-token piece")
-            bpe.append(np.diff(within, prepend=0))
-            pieces.extend(doc_pieces)
-        distinct: dict[bytes, int] = {}
-        which = np.array([distinct.setdefault(piece, len(distinct)) for piece in pieces], dtype=np.int64)
-        unique = list(distinct)
-        greedy, fewest = self.vocabulary.counts(unique)
+            pieces += split(to_text(data)[0])
+            token_lengths.append(self.tokenizer.lengths[self.tokenizer.encode(data)])
+        # A piece's bytes are its text's: lone surrogates stand for invalid bytes (surrogateescape).
+        index = {piece: i for i, piece in enumerate(dict.fromkeys(pieces))}
+        which = np.array([index[piece] for piece in pieces], dtype=np.int64)
+        unique = [piece.encode("utf-8", "surrogateescape") for piece in index]
         lengths = np.array([len(piece) for piece in unique], dtype=np.int64)
+        token_ends = np.cumsum(np.concatenate(token_lengths)) if token_lengths else np.zeros(0, dtype=np.int64)
+        piece_ends = np.cumsum(lengths[which])
+        within = np.searchsorted(token_ends, piece_ends, side="right")
+        if len(piece_ends) and not np.array_equal(token_ends[within - 1], piece_ends):
+            raise ValueError("a token crosses a pre-token piece")
+        bpe = np.diff(within, prepend=0)
+        greedy, fewest = self.vocabulary.counts(unique)
         script = span_classes(unique)[which]
-        columns = (np.ones(len(which), dtype=np.int64), lengths[which],
-                   np.concatenate(bpe) if bpe else np.zeros(0, dtype=np.int64), greedy[which], fewest[which])
+        columns = (np.ones(len(which), dtype=np.int64), lengths[which], bpe, greedy[which], fewest[which])
         return np.stack(
             [np.bincount(script, weights=column, minlength=N_CLASSES) for column in columns], axis=1
         ).astype(np.int64)
