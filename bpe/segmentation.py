@@ -10,7 +10,7 @@ vocabulary. Two others show how good it is:
   edge per vocabulary token that matches there).
 
 Both run over one pre-token piece at a time, as BPE does, so the three count
-tokens over the same pieces and differ only in how a piece is spelt. Every
+tokens over the same pieces and differ only in how a piece is spelled. Every
 single byte is a token (IDs 0..255), so every byte string has a segmentation.
 
 ``Vocabulary.both`` segments one piece, plainly. ``Vocabulary.counts`` gives
@@ -203,12 +203,11 @@ class Trie:
 
 def _counts(trie: Trie, pieces: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
     """(greedy, fewest) token counts per piece; see ``Vocabulary.counts``."""
-    n = len(pieces)
     lengths = np.array([len(p) for p in pieces], dtype=np.int64)
-    if not n or not lengths.all():
-        if (lengths == 0).any():
-            raise ValueError("pieces are never empty")
-        return np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    if (lengths == 0).any():
+        raise ValueError("pieces are never empty")
+    if not len(pieces):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     # The pieces one after the other, each followed by one position of its own,
     # its end: positions of different pieces never meet.
     ends = np.cumsum(lengths + 1) - 1
@@ -263,7 +262,8 @@ def _fewest_to_end(starts: np.ndarray, stops: np.ndarray, ends: np.ndarray, size
         reached = starts[edges]
         reached = reached[fewest[reached] < 0]
         fewest[reached] = rounds
-        # Each position once: of its copies, the one whose index was written last.
+        # Each position once: of its copies, the one whose index is written last
+        # (any one of them will do).
         seen[reached] = np.arange(len(reached))
         frontier = reached[seen[reached] == np.arange(len(reached))]
     return fewest

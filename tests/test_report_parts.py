@@ -6,6 +6,7 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from bpe import scripts
 from tests.helpers import MULTILINGUAL_LINES, stdlib_lines, train_small
@@ -111,3 +112,36 @@ def test_check_texts_are_the_given_ones_then_each_valid_visualizer_document(toke
     visualizer = [{"tokens": [[0], tokenizer.encode(valid)]}, {"tokens": [[1], tokenizer.encode(invalid)]}]
     assert check_texts(["a", "b"], visualizer, 1, tokenizer) == ["a", "b", valid]
     assert check_texts([], visualizer, 0, tokenizer) == ["\x00", "\x01"]
+
+
+def test_a_batch_of_one_byte_characters_counts_its_invalid_bytes_as_fallback(tokenizer):
+    from transforms.report_figures import MeasuredTokenizer, Quantity, measure_batch
+
+    data = b"bad \xff\xfe bytes \x80\n"
+    figures = measure_batch([("s", data)], [MeasuredTokenizer(tokenizer)])
+    invalid = [i for i in tokenizer.encode(data) if tokenizer.token_bytes(i) in (b"\xff", b"\xfe", b"\x80")]
+    assert invalid
+    assert figures.counts["s"][0, Quantity.FALLBACK].sum() == len(invalid)
+    assert figures.counts["s"][0, Quantity.FALLBACK, scripts.INVALID] == len(invalid)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=6), st.randoms(use_true_random=False))
+def test_the_figures_do_not_depend_on_how_documents_are_batched(tokenizer, cuts, rng):
+    from transforms.report_figures import Figures, MeasuredTokenizer, measure_batch
+
+    documents = [(f"source-{i % 3}", line.encode()) for i, line in enumerate(MULTILINGUAL_LINES)]
+    documents += [("source-0", data) for data in INVALID] + [("source-1", "e\u0301\u0301x \u0301".encode())]
+    documents += [("source-2", line) for line in stdlib_lines()[:20]]
+    rng.shuffle(documents)
+    measured = [MeasuredTokenizer(tokenizer)]
+    whole = measure_batch(documents, measured)
+    edges = sorted({0, len(documents), *(c % (len(documents) + 1) for c in cuts)})
+    parts = Figures.empty([tokenizer.vocab_size])
+    for a, b in zip(edges, edges[1:]):
+        parts.merge(measure_batch(documents[a:b], measured))
+    assert sorted(parts.counts) == sorted(whole.counts)
+    for source in whole.counts:
+        assert np.array_equal(parts.counts[source], whole.counts[source]), source
+        assert np.array_equal(parts.words[source], whole.words[source])
+    assert np.array_equal(parts.token_counts[0], whole.token_counts[0])
