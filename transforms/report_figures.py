@@ -379,8 +379,12 @@ def _word_counts(batch: _Batch, doc_sources: np.ndarray, n_sources: int) -> np.n
     # word's start to the next one's there is the word, then only whitespace).
     late = np.flatnonzero(~_IS_WRITING[keys])
     if len(late):
-        writing = np.append(np.flatnonzero(_IS_WRITING[classes]), n)
-        first = writing[np.searchsorted(writing, word_starts[late])]
+        # Such a word starts a run of characters of no writing script; the first
+        # writing character after it is the one after that run.
+        other = np.flatnonzero(~_IS_WRITING[classes])
+        run_last = np.append(np.flatnonzero(np.diff(other) != 1), len(other) - 1)  # index in other of each run's last
+        at = np.searchsorted(other, word_starts[late])
+        first = other[run_last[np.searchsorted(run_last, at)]] + 1
         next_start = np.append(word_starts, n)[late + 1]
         found = first < next_start
         keys[late[found]] = classes[first[found]]
