@@ -185,7 +185,8 @@ def _segmentation(report: dict) -> str:
     return "".join(parts)
 
 
-def _token_span(tokenizer: Tokenizer, token_id: int, index: int) -> str:
+def _token_span(tokenizer: Tokenizer, token_id: int) -> tuple[str, str]:
+    """A token's span without its colour: (what follows the class names, the rest)."""
     data = tokenizer.token_bytes(token_id)
     title = f"ID {token_id} · bytes {data.hex(' ')}"
     try:
@@ -195,19 +196,31 @@ def _token_span(tokenizer: Tokenizer, token_id: int, index: int) -> str:
         partial = True
     if partial:
         shown = "".join(f"\\x{b:02x}" for b in data)
-        return f'<span class="tok c{index % 6} partial" data-id="{token_id}" title="{title}">{shown}</span>'
-    return f'<span class="tok c{index % 6}" data-id="{token_id}" title="{title}">{escape(text)}</span>'
+        return " partial", f'" data-id="{token_id}" title="{title}">{shown}</span>'
+    return "", f'" data-id="{token_id}" title="{title}">{escape(text)}</span>'
+
+
+def _token_spans(tokenizer: Tokenizer, ids: Sequence[int], known: dict[int, tuple[str, str]]) -> str:
+    """The tokens as spans coloured in turn; ``known`` keeps each ID's span for the next call."""
+    out = []
+    for n, token_id in enumerate(ids):
+        if token_id not in known:
+            known[token_id] = _token_span(tokenizer, token_id)
+        kind, rest = known[token_id]
+        out.append(f'<span class="tok c{n % 6}{kind}{rest}')
+    return "".join(out)
 
 
 def _visualizer(report: dict, tokenizers: Sequence[Tokenizer]) -> str:
     parts = ['<p class="note">Sample documents by script, token boundaries coloured; hover a token for its ID '
              "and bytes. Bytes that are not whole UTF-8 characters on their own are shown as \\xNN.</p>"]
     names = [d["source"] for d in report["visualizer"]]
+    known: list[dict[int, tuple[str, str]]] = [{} for _ in tokenizers]
     for d, doc in enumerate(report["visualizer"]):
         source = display_source(doc["source"], names)
         parts.append(f'<h3>{escape(doc["script"])}: {escape(source)}, record {doc["record"]:,} ({doc["bytes"]:,} bytes)</h3>')
         for t, (tok, ids) in enumerate(zip(report["tokenizers"], doc["tokens"])):
-            spans = "".join(_token_span(tokenizers[t], i, n) for n, i in enumerate(ids))
+            spans = _token_spans(tokenizers[t], ids, known[t])
             parts.append(f'<div class="note">{escape(tok["name"])}: {len(ids):,} tokens shown</div>'
                          f'<div class="doc" id="doc-{d}-{t}">{spans}</div>')
     return "".join(parts)

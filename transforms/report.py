@@ -135,11 +135,12 @@ class _FinishFn(beam.DoFn):
 
     def setup(self):
         self._tokenizers = self._spec.load()
+        self._segmenters = [Segmenter(tokenizer) for tokenizer in self._tokenizers]
 
     def process(self, figures: Figures):
         measures = figures_to_json(figures)
         documents = [prefix for *_, prefix, _ in figures.sample]
-        measures["segmentation"] = [segment(Segmenter(tokenizer), documents).tolist() for tokenizer in self._tokenizers]
+        measures["segmentation"] = [segment(segmenter, documents).tolist() for segmenter in self._segmenters]
         measures["visualizer"] = visualizer_documents(figures.sample, self._tokenizers)
         measures["checks"] = [
             [{"text": text, "ids": tokenizer.encode_text(text)}
@@ -153,14 +154,13 @@ def segment(segmenter: Segmenter, documents: Sequence[bytes]) -> np.ndarray:
     """``segmenter.count`` over the documents, SEGMENT_BYTES at a time."""
     table = np.zeros((len(SCRIPTS), len(SEGMENTATION_FIELDS)), dtype=np.int64)
     chunk, size = [], 0
-    for data in [*documents, None]:
-        if data is None or (chunk and size + len(data) > SEGMENT_BYTES):
+    for data in documents:
+        if chunk and size + len(data) > SEGMENT_BYTES:
             table += segmenter.count(chunk)
             chunk, size = [], 0
-        if data is not None:
-            chunk.append(data)
-            size += len(data)
-    return table
+        chunk.append(data)
+        size += len(data)
+    return table + segmenter.count(chunk)
 
 
 def check_texts(texts: Sequence[str], visualizer: Sequence[dict], index: int, tokenizer: Tokenizer) -> list[str]:
