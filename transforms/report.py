@@ -208,12 +208,10 @@ class MeasureTokenizers(beam.PTransform):
 
     Args:
       tokenizer_paths: the tokenizers (tokenizer.json or a directory holding
-        it; local, ``gs://``, ``s3://``), in report order. Loaded here once for
-        their vocabulary sizes and, without ``proofs``, proven here; workers
-        load them again and check each proof's SHA-256.
+        it; local, ``gs://``, ``s3://``), in report order. Loaded here, for
+        their vocabulary sizes and proofs, unless both are given; workers load
+        them again and check each proof's SHA-256.
       proofs: each tokenizer's ``Tokenizer.prove()``, when the driver made them.
-      vocab_sizes: each tokenizer's ``vocab_size``, when the driver has loaded
-        them; else the tokenizers are loaded here (with ``proofs``, only then).
       source_field: the documents' source is their ``doc_id`` (the reader was
         given this field as the id field); None: their input file.
       sample_documents: how many documents the sample holds (the first
@@ -221,6 +219,7 @@ class MeasureTokenizers(beam.PTransform):
       batch_bytes: about how many document bytes are measured per call: the
         measures hold several arrays per byte, and batches that stay in the
         processor's caches are measured fastest.
+      vocab_sizes: each tokenizer's ``vocab_size``, when the driver has loaded them.
       check_texts: texts whose IDs by every tokenizer the measures carry.
     """
 
