@@ -127,12 +127,12 @@ def classes_of(code_points: np.ndarray) -> np.ndarray:
     characters unresolved: ``INHERITED``). Only the code points met so far are looked
     up, once each, so a text in a few scripts never pays for the whole table."""
     found = _known[code_points]
-    missing = found == _UNKNOWN
-    if missing.any():
+    missing = np.flatnonzero(found == _UNKNOWN)
+    if len(missing):
         new = np.unique(code_points[missing])
         with _known_lock:
             _known[new] = np.frombuffer(_classes_in_order("".join(map(chr, new.tolist()))), dtype=np.uint8)
-        found = _known[code_points]
+        found[missing] = _known[code_points[missing]]
     return found
 
 

@@ -145,3 +145,25 @@ def test_the_figures_do_not_depend_on_how_documents_are_batched(tokenizer, cuts,
         assert np.array_equal(parts.counts[source], whole.counts[source]), source
         assert np.array_equal(parts.words[source], whole.words[source])
     assert np.array_equal(parts.token_counts[0], whole.token_counts[0])
+
+
+def test_tokens_whose_bytes_alone_decide_their_class_have_it_in_the_table(tokenizer):
+    from transforms.report_figures import MeasuredTokenizer
+
+    measured = MeasuredTokenizer(tokenizer)
+    kinds = set()
+    for token_id in range(tokenizer.vocab_size):
+        data = tokenizer.token_bytes(token_id)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        classes = scripts.classify(text) if text else []
+        if not text or scripts.code_point_classes()[ord(text[0])] == scripts.INHERITED:
+            assert measured.classes[token_id] == -1, data
+            kinds.add("around")
+        else:
+            assert measured.classes[token_id] == scripts.class_of_span(classes), data
+            assert measured.characters[token_id] == len(text)
+            kinds.add(scripts.SCRIPTS[measured.classes[token_id]])
+    assert {"around", "Latin", "Cyrillic", "Arabic", "whitespace", "punctuation", "digits"} <= kinds

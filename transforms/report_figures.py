@@ -109,17 +109,31 @@ def _self_contained(tokenizer: Tokenizer) -> tuple[np.ndarray, np.ndarray]:
     for token_id in range(tokenizer.vocab_size):
         data = ordinary[token_id] if token_id in ordinary else tokenizer.token_bytes(token_id)
         try:
-            texts.append(data.decode("utf-8"))
+            text = data.decode("utf-8")
         except UnicodeDecodeError:
             continue
-        ids.append(token_id)
-    starts_whole = classes_of(np.array([ord(t[0]) if t else 0 for t in texts], dtype=np.uint32)) != INHERITED
-    kept = [i for i, (t, whole) in enumerate(zip(texts, starts_whole)) if t and whole]
+        if text:
+            ids.append(token_id)
+            texts.append(text)
     classes = np.full(tokenizer.vocab_size, -1, dtype=np.int64)
     characters = np.zeros(tokenizer.vocab_size, dtype=np.int64)
-    chosen = np.array([ids[i] for i in kept], dtype=np.int64)
-    classes[chosen] = span_classes([texts[i].encode("utf-8") for i in kept])
-    characters[chosen] = [len(texts[i]) for i in kept]
+    if not texts:
+        return classes, characters
+    own = classes_of(np.frombuffer("".join(texts).encode("utf-32-le"), dtype=np.uint32)).astype(np.int64)
+    lengths = np.array([len(text) for text in texts], dtype=np.int64)
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    # A combining character takes the class of the nearest character before it
+    # that is not one: the last character's class is that of the token's last
+    # character that is not combining (the first one is not, or the token is
+    # not self-contained).
+    solid = np.flatnonzero(own != INHERITED)
+    last = own[solid[np.searchsorted(solid, ends) - 1]]
+    span = np.where(last == WHITESPACE, own[starts], last)
+    kept = own[starts] != INHERITED
+    chosen = np.array(ids, dtype=np.int64)[kept]
+    classes[chosen] = span[kept]
+    characters[chosen] = lengths[kept]
     return classes, characters
 
 
