@@ -167,3 +167,13 @@ def test_tokens_whose_bytes_alone_decide_their_class_have_it_in_the_table(tokeni
             assert measured.characters[token_id] == len(text)
             kinds.add(scripts.SCRIPTS[measured.classes[token_id]])
     assert {"around", "Latin", "Cyrillic", "Arabic", "whitespace", "punctuation", "digits"} <= kinds
+
+
+def test_text_span_classes_equal_class_of_span_of_classify():
+    from transforms.report_figures import text_span_classes
+
+    texts = [*SPANS, "\u0301", "\u0301\u0301", "\u0301a\u0301", "a\u0301\u0301", " \u0301", "\u0301 ", "\udcff", "x\udce4", "\n"]
+    assert text_span_classes(texts).tolist() == [scripts.class_of_span(scripts.classify(t)) for t in texts]
+    assert text_span_classes(["\u0301"]).tolist() == [scripts.OTHER]  # no character that is not combining
+    with pytest.raises(ValueError, match="never empty"):
+        text_span_classes(["a", ""])

@@ -37,7 +37,8 @@ from bpe.scripts import INHERITED, INVALID, OTHER, SCRIPTS, WRITING, classes_of
 from bpe.tokenizer import Tokenizer
 
 __all__ = [
-    "Figures", "MeasuredTokenizer", "Quantity", "document_classes", "measure_batch", "span_classes", "token_lengths",
+    "Figures", "MeasuredTokenizer", "Quantity", "document_classes", "measure_batch", "span_classes",
+    "text_span_classes", "token_lengths",
 ]
 
 N_CLASSES = len(SCRIPTS)
@@ -119,21 +120,11 @@ def _self_contained(tokenizer: Tokenizer) -> tuple[np.ndarray, np.ndarray]:
     characters = np.zeros(tokenizer.vocab_size, dtype=np.int64)
     if not texts:
         return classes, characters
-    own = classes_of(np.frombuffer("".join(texts).encode("utf-32-le"), dtype=np.uint32)).astype(np.int64)
-    lengths = np.array([len(text) for text in texts], dtype=np.int64)
-    ends = np.cumsum(lengths)
-    starts = ends - lengths
-    # A combining character takes the class of the nearest character before it
-    # that is not one: the last character's class is that of the token's last
-    # character that is not combining (the first one is not, or the token is
-    # not self-contained).
-    solid = np.flatnonzero(own != INHERITED)
-    last = own[solid[np.searchsorted(solid, ends) - 1]]
-    span = np.where(last == WHITESPACE, own[starts], last)
-    kept = own[starts] != INHERITED
+    first = classes_of(np.array([ord(text[0]) for text in texts], dtype=np.uint32))
+    kept = np.flatnonzero(first != INHERITED)
     chosen = np.array(ids, dtype=np.int64)[kept]
-    classes[chosen] = span[kept]
-    characters[chosen] = lengths[kept]
+    classes[chosen] = text_span_classes([texts[i] for i in kept])
+    characters[chosen] = [len(texts[i]) for i in kept]
     return classes, characters
 
 
@@ -308,9 +299,33 @@ def _token_classes(batch: _Batch, starts: np.ndarray, ends: np.ndarray) -> np.nd
 
 def span_classes(spans: Sequence[bytes]) -> np.ndarray:
     """``bpe.scripts.class_of_span`` of each (non-empty) byte string, each decoded on its own."""
-    lengths = np.array([len(span) for span in spans], dtype=np.int64)
+    return text_span_classes([decode(span)[0] for span in spans])
+
+
+def text_span_classes(texts: Sequence[str]) -> np.ndarray:
+    """``class_of_span(classify(text))`` of each non-empty text (lone surrogates stand
+    for invalid bytes), for all texts at once.
+
+    ``classify`` gives a combining character the class of the nearest character
+    before it that is not one, and "other" to those that start a text: a text's
+    last character has the class of its last character that is not combining,
+    or "other" if it has none.
+    """
+    if not texts:
+        return np.zeros(0, dtype=np.int64)
+    own = classes_of(np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32))
+    own = own.astype(np.int64)
+    lengths = np.array([len(text) for text in texts], dtype=np.int64)
+    if not lengths.all():
+        raise ValueError("spans are never empty")
     ends = np.cumsum(lengths)
-    return _token_classes(_Batch(spans), ends - lengths, ends)
+    starts = ends - lengths
+    solid = np.flatnonzero(own != INHERITED)
+    at = np.searchsorted(solid, ends) - 1  # the last character that is not combining, before each end
+    position = solid[np.maximum(at, 0)] if len(solid) else ends - 1
+    last = np.where((at >= 0) & (position >= starts), own[position], OTHER)
+    first = np.where(own[starts] == INHERITED, OTHER, own[starts])
+    return np.where(last == WHITESPACE, first, last)
 
 
 def document_classes(documents: Sequence[bytes]) -> np.ndarray:

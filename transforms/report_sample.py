@@ -18,7 +18,7 @@ import numpy as np
 from bpe.pretokenize import to_text
 from bpe.scripts import SCRIPTS, WRITING
 from bpe.segmentation import Vocabulary
-from transforms.report_figures import N_CLASSES, MeasuredTokenizer, document_classes, span_classes
+from transforms.report_figures import N_CLASSES, MeasuredTokenizer, document_classes, text_span_classes
 
 __all__ = ["SEGMENTATION_FIELDS", "Segmenter", "visualizer_documents"]
 
@@ -70,7 +70,7 @@ class Segmenter:
             raise ValueError("a token crosses a pre-token piece")
         bpe = np.diff(within, prepend=0)
         greedy, fewest = self.vocabulary.counts(unique)
-        script = span_classes(unique)[which]
+        script = text_span_classes(list(index))[which]
         columns = (np.ones(len(which), dtype=np.int64), lengths[which], bpe, greedy[which], fewest[which])
         return np.stack(
             [np.bincount(script, weights=column, minlength=N_CLASSES) for column in columns], axis=1
