@@ -85,7 +85,7 @@ def plain_segmentation(tok, documents) -> np.ndarray:
 
 def test_the_sample_segmented_in_chunks_equals_one_piece_at_a_time(tokenizer, monkeypatch):
     from transforms import report
-    from transforms.report_figures import MeasuredTokenizer
+    from transforms.report_tokens import MeasuredTokenizer
     from transforms.report_sample import Segmenter
 
     documents = [line for line in stdlib_lines()[2000:2300]] + [l.encode() for l in MULTILINGUAL_LINES] + list(INVALID)
@@ -99,7 +99,7 @@ def test_the_sample_segmented_in_chunks_equals_one_piece_at_a_time(tokenizer, mo
 
 
 def test_token_lengths_are_the_lengths_of_every_token(tokenizer):
-    from transforms.report_figures import token_lengths
+    from transforms.report_tokens import token_lengths
 
     lengths = token_lengths(tokenizer)
     assert lengths.tolist() == [len(tokenizer.token_bytes(i)) for i in range(tokenizer.vocab_size)]
@@ -115,7 +115,8 @@ def test_check_texts_are_the_given_ones_then_each_valid_visualizer_document(toke
 
 
 def test_a_batch_of_one_byte_characters_counts_its_invalid_bytes_as_fallback(tokenizer):
-    from transforms.report_figures import MeasuredTokenizer, Quantity, measure_batch
+    from transforms.report_figures import Quantity, measure_batch
+    from transforms.report_tokens import MeasuredTokenizer
 
     data = b"bad \xff\xfe bytes \x80\n"
     figures = measure_batch([("s", data)], [MeasuredTokenizer(tokenizer)])
@@ -128,7 +129,8 @@ def test_a_batch_of_one_byte_characters_counts_its_invalid_bytes_as_fallback(tok
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.integers(0, 40), max_size=6), st.randoms(use_true_random=False))
 def test_the_figures_do_not_depend_on_how_documents_are_batched(tokenizer, cuts, rng):
-    from transforms.report_figures import Figures, MeasuredTokenizer, measure_batch
+    from transforms.report_figures import Figures, measure_batch
+    from transforms.report_tokens import MeasuredTokenizer
 
     documents = [(f"source-{i % 3}", line.encode()) for i, line in enumerate(MULTILINGUAL_LINES)]
     documents += [("source-0", data) for data in INVALID] + [("source-1", "e\u0301\u0301x \u0301".encode())]
@@ -148,7 +150,7 @@ def test_the_figures_do_not_depend_on_how_documents_are_batched(tokenizer, cuts,
 
 
 def test_tokens_whose_bytes_alone_decide_their_class_have_it_in_the_table(tokenizer):
-    from transforms.report_figures import MeasuredTokenizer
+    from transforms.report_tokens import MeasuredTokenizer
 
     measured = MeasuredTokenizer(tokenizer)
     kinds = set()
@@ -170,7 +172,7 @@ def test_tokens_whose_bytes_alone_decide_their_class_have_it_in_the_table(tokeni
 
 
 def test_text_span_classes_equal_class_of_span_of_classify():
-    from transforms.report_figures import text_span_classes
+    from transforms.report_tokens import text_span_classes
 
     texts = [*SPANS, "\u0301", "\u0301\u0301", "\u0301a\u0301", "a\u0301\u0301", " \u0301", "\u0301 ", "\udcff", "x\udce4", "\n"]
     assert text_span_classes(texts).tolist() == [scripts.class_of_span(scripts.classify(t)) for t in texts]

@@ -28,7 +28,8 @@ from bpe.scripts import SCRIPTS
 from bpe.engines import EngineProof, ProofMismatch
 from bpe.tokenizer import Tokenizer
 from transforms import metrics
-from transforms.report_figures import Figures, MeasuredTokenizer, measure_batch
+from transforms.report_figures import Figures, measure_batch
+from transforms.report_tokens import MeasuredTokenizer
 from transforms.report_sample import SEGMENTATION_FIELDS, Segmenter, visualizer_documents
 
 # The sample is segmented this many bytes at a time (each call's arrays take several times that).

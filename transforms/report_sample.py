@@ -18,7 +18,8 @@ import numpy as np
 from bpe.pretokenize import to_text
 from bpe.scripts import SCRIPTS, WRITING
 from bpe.segmentation import Vocabulary
-from transforms.report_figures import N_CLASSES, MeasuredTokenizer, document_classes, text_span_classes
+from transforms.report_figures import N_CLASSES, document_classes
+from transforms.report_tokens import MeasuredTokenizer, text_span_classes
 
 __all__ = ["SEGMENTATION_FIELDS", "Segmenter", "visualizer_documents"]
 
