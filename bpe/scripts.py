@@ -28,17 +28,20 @@ Latin, " 42" digits, ");\\n" punctuation).
 
     classify("Привет, world")   # one class index per character
     runs("Привет, world")       # [(class, start, end), ...] over characters
+    classes_of(code_points)     # the same for a numpy array of code points
 """
 
 from __future__ import annotations
 
+import threading
 from functools import lru_cache
 
+import numpy as np
 import regex
 
 __all__ = [
     "SCRIPTS", "WRITING", "INHERITED", "INVALID", "OTHER", "WHITESPACE",
-    "classify", "code_point_classes", "runs", "class_of_span", "class_of_text",
+    "classify", "classes_of", "code_point_classes", "runs", "class_of_span", "class_of_text",
 ]
 
 # Named writing scripts: (class name, the regex class of its characters).
@@ -94,18 +97,43 @@ _RULES = (
 )
 
 
+def _classes_in_order(text: str) -> bytearray:
+    """The class index of each character of ``text`` on its own (``INHERITED`` for combining ones)."""
+    table = bytearray([OTHER]) * len(text)
+    # The last rule first: an earlier rule overwrites a later one where both match.
+    for index, chars in reversed(_RULES):
+        for match in regex.finditer(chars + "+", text):
+            start, end = match.span()
+            table[start:end] = bytes([index]) * (end - start)
+    return table
+
+
 @lru_cache(maxsize=1)
 def code_point_classes() -> bytes:
     """One byte per code point 0..U+10FFFF: its class index (``INHERITED`` for
     combining characters, which take the class of the character before them)."""
-    table = bytearray([OTHER]) * 0x110000
-    everything = "".join(map(chr, range(0x110000)))
-    # The last rule first: an earlier rule overwrites a later one where both match.
-    for index, chars in reversed(_RULES):
-        for match in regex.finditer(chars + "+", everything):
-            start, end = match.span()
-            table[start:end] = bytes([index]) * (end - start)
-    return bytes(table)
+    everything = np.arange(0x110000, dtype="<u4").tobytes().decode("utf-32-le", "surrogatepass")
+    return bytes(_classes_in_order(everything))
+
+
+# Not a class: a code point of _known whose class is not looked up yet.
+_UNKNOWN = 254
+_known = np.full(0x110000, _UNKNOWN, dtype=np.uint8)
+_known_lock = threading.Lock()
+
+
+def classes_of(code_points: np.ndarray) -> np.ndarray:
+    """``code_point_classes()`` at each of an array of code points, as uint8 (combining
+    characters unresolved: ``INHERITED``). Only the code points met so far are looked
+    up, once each, so a text in a few scripts never pays for the whole table."""
+    found = _known[code_points]
+    missing = np.flatnonzero(found == _UNKNOWN)
+    if len(missing):
+        new = np.unique(code_points[missing])
+        with _known_lock:
+            _known[new] = np.frombuffer(_classes_in_order("".join(map(chr, new.tolist()))), dtype=np.uint8)
+        found[missing] = _known[code_points[missing]]
+    return found
 
 
 def classify(text: str) -> list[int]:

@@ -27,7 +27,7 @@ from bpe.tokenizer import Tokenizer, TokenizerFileError
 from pipeline import outputs, progress
 from pipeline.errors import UserError
 from pipeline.report_json import build_report
-from pipeline.report_page import render_page
+from pipeline.report_page import CHECK_TEXTS, render_page
 from pipeline.runners import describe_runner, new_pipeline, pipeline_options
 from transforms.dead_letters import WriteDeadLetters
 from transforms.read import FORMATS, ReadDocuments, match_inputs
@@ -83,7 +83,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     )
     measures = read.documents | "Measure" >> MeasureTokenizers(
         tokenizer_paths, proofs=proofs, source_field=args.source_field,
-        sample_documents=args.sample_documents,
+        sample_documents=args.sample_documents, vocab_sizes=[t.vocab_size for t in tokenizers],
+        check_texts=CHECK_TEXTS,
     )
     _ = (
         measures
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     measures = read_measures(staging)
     dead_letters = len(outputs.read_dead_letters(staging))
     report = build_report(measures, tokenizers, tokenizer_paths, args.input, dead_letters, args.rare_below)
-    outputs.write_atomic(FileSystems.join(staging, PAGE_FILE), render_page(report, tokenizers))
+    outputs.write_atomic(FileSystems.join(staging, PAGE_FILE), render_page(report, tokenizers, measures["checks"]))
     output.publish(report)
     corpus = report["corpus"]
     summary = ", ".join(

@@ -20,6 +20,7 @@ import numpy as np
 
 from bpe.pretokenize import PRESETS
 from bpe.tokenizer import Tokenizer
+from transforms.report_tokens import token_lengths
 
 FORMAT = "beam-bpe report 1"
 LONGEST_TOKENS = 50
@@ -73,15 +74,16 @@ def vocabulary_use(tokenizer: Tokenizer, counts: np.ndarray, rare_below: int) ->
     ordinary = counts[: 256 + len(tokenizer.merges)]
     never = np.flatnonzero(ordinary == 0)
     rare = np.flatnonzero((ordinary > 0) & (ordinary < rare_below))
-    lengths = np.array([len(tokenizer.token_bytes(i)) for i in range(len(ordinary))])
-    longest = sorted(range(len(ordinary)), key=lambda i: (-lengths[i], i))[:LONGEST_TOKENS]
+    rare = rare[np.lexsort((rare, ordinary[rare]))]  # by count, then ID
+    ids = np.arange(len(ordinary))
+    longest = np.lexsort((ids, -token_lengths(tokenizer)[: len(ordinary)]))[:LONGEST_TOKENS]  # by length, then ID
     return {
         "ordinary_tokens": len(ordinary),
         "produced": int((ordinary > 0).sum()),
         "never_produced": {"count": len(never), "tokens": [_token(tokenizer, int(i)) for i in never]},
         "rare": {
             "below": rare_below, "count": len(rare),
-            "tokens": [_token(tokenizer, int(i), int(ordinary[i])) for i in sorted(rare, key=lambda i: (ordinary[i], i))],
+            "tokens": [_token(tokenizer, int(i), int(ordinary[i])) for i in rare],
         },
         "longest": [_token(tokenizer, int(i), int(ordinary[i])) for i in longest],
         "rank_frequency": rank_frequency(ordinary),

@@ -23,7 +23,8 @@ from pipeline.report_pattern import UnsupportedPattern, to_javascript
 
 # Rows shown of each token list; report.json holds them all.
 LIST_ROWS = 200
-# Check texts the live box must encode exactly as Python does before it shows IDs.
+# Check texts the live box must encode exactly as Python does before it shows IDs (with the
+# visualizer's documents; ``transforms.report.MeasureTokenizers`` encodes them all).
 CHECK_TEXTS = (
     "Hello world! It's 2024-06-01, isn't it?\n\tdef f(x):\n        return x**2  # 100%\n\n",
     "Привет, мир. Καλημέρα κόσμε. שלום עולם. مرحبا بالعالم. नमस्ते दुनिया। สวัสดีชาวโลก",
@@ -184,7 +185,8 @@ def _segmentation(report: dict) -> str:
     return "".join(parts)
 
 
-def _token_span(tokenizer: Tokenizer, token_id: int, index: int) -> str:
+def _token_span(tokenizer: Tokenizer, token_id: int) -> tuple[str, str]:
+    """A token's span without its colour: (what follows the class names, the rest)."""
     data = tokenizer.token_bytes(token_id)
     title = f"ID {token_id} · bytes {data.hex(' ')}"
     try:
@@ -194,25 +196,37 @@ def _token_span(tokenizer: Tokenizer, token_id: int, index: int) -> str:
         partial = True
     if partial:
         shown = "".join(f"\\x{b:02x}" for b in data)
-        return f'<span class="tok c{index % 6} partial" data-id="{token_id}" title="{title}">{shown}</span>'
-    return f'<span class="tok c{index % 6}" data-id="{token_id}" title="{title}">{escape(text)}</span>'
+        return " partial", f'" data-id="{token_id}" title="{title}">{shown}</span>'
+    return "", f'" data-id="{token_id}" title="{title}">{escape(text)}</span>'
+
+
+def _token_spans(tokenizer: Tokenizer, ids: Sequence[int], known: dict[int, tuple[str, str]]) -> str:
+    """The tokens as spans coloured in turn; ``known`` keeps each ID's span for the next call."""
+    out = []
+    for n, token_id in enumerate(ids):
+        if token_id not in known:
+            known[token_id] = _token_span(tokenizer, token_id)
+        kind, rest = known[token_id]
+        out.append(f'<span class="tok c{n % 6}{kind}{rest}')
+    return "".join(out)
 
 
 def _visualizer(report: dict, tokenizers: Sequence[Tokenizer]) -> str:
     parts = ['<p class="note">Sample documents by script, token boundaries coloured; hover a token for its ID '
              "and bytes. Bytes that are not whole UTF-8 characters on their own are shown as \\xNN.</p>"]
     names = [d["source"] for d in report["visualizer"]]
+    known: list[dict[int, tuple[str, str]]] = [{} for _ in tokenizers]
     for d, doc in enumerate(report["visualizer"]):
         source = display_source(doc["source"], names)
         parts.append(f'<h3>{escape(doc["script"])}: {escape(source)}, record {doc["record"]:,} ({doc["bytes"]:,} bytes)</h3>')
         for t, (tok, ids) in enumerate(zip(report["tokenizers"], doc["tokens"])):
-            spans = "".join(_token_span(tokenizers[t], i, n) for n, i in enumerate(ids))
+            spans = _token_spans(tokenizers[t], ids, known[t])
             parts.append(f'<div class="note">{escape(tok["name"])}: {len(ids):,} tokens shown</div>'
                          f'<div class="doc" id="doc-{d}-{t}">{spans}</div>')
     return "".join(parts)
 
 
-def _tokenizer_data(report: dict, tokenizers: Sequence[Tokenizer]) -> list[dict]:
+def _tokenizer_data(report: dict, tokenizers: Sequence[Tokenizer], checks: Sequence[Sequence[dict]]) -> list[dict]:
     """What the live box needs per tokenizer: merges, the JavaScript pattern (or why not) and check texts."""
     out = []
     for t, (entry, tok) in enumerate(zip(report["tokenizers"], tokenizers)):
@@ -220,16 +234,9 @@ def _tokenizer_data(report: dict, tokenizers: Sequence[Tokenizer]) -> list[dict]
             pattern, unsupported = to_javascript(tok.pattern), None
         except UnsupportedPattern as e:
             pattern, unsupported = None, str(e)
-        texts = list(CHECK_TEXTS)
-        for doc in report["visualizer"]:
-            try:
-                texts.append(tok.decode_bytes(doc["tokens"][t]).decode("utf-8"))
-            except UnicodeDecodeError:
-                pass  # the live box takes typed text, which is always valid
         out.append({
             "index": t, "name": entry["name"], "pattern": pattern, "unsupported": unsupported,
-            "merges": [i for pair in tok.merges for i in pair],
-            "checks": [{"text": text, "ids": tok.encode(text)} for text in texts],
+            "merges": [i for pair in tok.merges for i in pair], "checks": list(checks[t]),
         })
     return out
 
@@ -251,8 +258,12 @@ def _tokenizers_table(report: dict) -> str:
     return _table("tokenizers-table", "The tokenizers measured", headers, rows)
 
 
-def render_page(report: dict, tokenizers: Sequence[Tokenizer]) -> str:
-    """The whole page as one HTML string."""
+def render_page(report: dict, tokenizers: Sequence[Tokenizer], checks: Sequence[Sequence[dict]]) -> str:
+    """The whole page as one HTML string.
+
+    ``checks[t]``: the texts ({"text", "ids"}) the live box must encode as tokenizer
+    ``t`` does before it shows IDs (the measures' ``checks``).
+    """
     corpus = report["corpus"]
     summary = (f"{corpus['documents']:,} documents, {corpus['bytes']:,} bytes, {corpus['characters']:,} characters, "
                f"{corpus['words']:,} words from {corpus['sources']:,} sources; {corpus['dead_letters']:,} records "
@@ -275,6 +286,6 @@ def render_page(report: dict, tokenizers: Sequence[Tokenizer]) -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
         f"<title>beam-bpe report</title><style>{_asset('report.css')}</style></head><body>"
         f"<h1>beam-bpe report</h1><p>{escape(summary)}</p>{body}"
-        f"{_json_script('report-data', report)}{_json_script('tokenizer-data', _tokenizer_data(report, tokenizers))}"
+        f"{_json_script('report-data', report)}{_json_script('tokenizer-data', _tokenizer_data(report, tokenizers, checks))}"
         f"<script>{_asset('report.js')}</script></body></html>\n"
     )

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import numpy as np
 import regex
 
 __all__ = ["UnsupportedPattern", "to_javascript"]
@@ -38,7 +39,8 @@ class UnsupportedPattern(ValueError):
 
 @lru_cache(maxsize=1)
 def _everything() -> str:
-    return "".join(map(chr, range(0x110000)))
+    """Every code point in order, lone surrogates included."""
+    return np.arange(0x110000, dtype="<u4").tobytes().decode("utf-32-le", "surrogatepass")
 
 
 @lru_cache(maxsize=None)
@@ -134,6 +136,8 @@ class _Translator:
         return self.literal(c, ignore_case), True
 
     def literal(self, char: str, ignore_case: bool) -> str:
+        if not ignore_case:  # a character matches itself only
+            return f"\\u{{{ord(char):x}}}"
         ranges = code_point_set(regex.escape(char), ignore_case)
         if len(ranges) == 1 and ranges[0][1] - ranges[0][0] == 1:
             return f"\\u{{{ord(char):x}}}"

@@ -2,6 +2,7 @@
 
 import functools
 
+import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -95,3 +96,54 @@ def test_fewest_never_exceeds_bpe_on_any_piece(text):
         fewest = vocabulary.fewest(piece)
         assert len(fewest) <= len(bpe)
         assert tok.decode_bytes(fewest) == piece == tok.decode_bytes(vocabulary.greedy(piece))
+
+
+# -- Vocabulary.counts: the same counts for many pieces at once, with numpy ----------------------------
+
+pieces_of = st.lists(texts.filter(bool), min_size=1, max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(extra_tokens, pieces_of)
+def test_counts_are_the_greedy_and_the_fewest_over_all_segmentations(extra, pieces):
+    vocabulary = Vocabulary([*BYTES, *extra])
+    tokens = set(vocabulary.ids)
+    greedy, fewest = vocabulary.counts(pieces)
+    assert greedy.tolist() == [len(plain_greedy(p, tokens)) for p in pieces]
+    assert fewest.tolist() == [min(len(s) for s in all_segmentations(p, tokens)) for p in pieces]
+
+
+@pytest.mark.parametrize("dense_nodes", [1, 1 << 14], ids=["root-only-in-the-table", "shallow-levels-in-the-table"])
+def test_counts_equal_the_plain_segmentations_on_a_trained_vocabulary(monkeypatch, dense_nodes):
+    from bpe.segmentation import Trie
+
+    monkeypatch.setattr(Trie, "DENSE_NODES", dense_nodes)  # every lookup path of Trie.matches
+    tok = _trained()
+    vocabulary = Vocabulary([tok.token_bytes(i) for i in range(256 + len(tok.merges))])
+    with open(__file__, "rb") as f:
+        source = f.read()
+    pieces = [p for p in tok.pre_tokenizer.pieces(source + "Привет мир, 中文字符 e\u0301 \xff\xfe".encode("utf-8", "surrogateescape"))]
+    pieces += [b"=" * 300, b" " * 77, source[:2000]]  # long pieces: many rounds of each walk
+    greedy, fewest = vocabulary.counts(pieces)
+    assert greedy.tolist() == [len(vocabulary.greedy(p)) for p in pieces]
+    assert fewest.tolist() == [len(vocabulary.fewest(p)) for p in pieces]
+    assert (fewest <= greedy).all() and (fewest < greedy).any()
+
+
+def test_counts_of_no_pieces_and_refusal_of_an_empty_one():
+    vocabulary = Vocabulary([*BYTES, b"ab"])
+    greedy, fewest = vocabulary.counts([])
+    assert greedy.tolist() == [] == fewest.tolist()
+    with pytest.raises(ValueError, match="never empty"):
+        vocabulary.counts([b"ab", b""])
+
+
+def test_the_trie_keeps_the_lowest_id_of_equal_tokens():
+    from bpe.segmentation import Trie
+
+    vocabulary = Vocabulary([*BYTES, b"ab", b"ab", b"abc"])
+    trie = Trie(vocabulary.ids)
+    data = np.frombuffer(b"abc", dtype=np.uint8)
+    found = [(s.tolist(), e.tolist(), i.tolist()) for s, e, i in trie.matches(data, np.full(3, 3), np.arange(3))]
+    assert found[0] == ([0, 1, 2], [1, 2, 3], [ord("a"), ord("b"), ord("c")])
+    assert found[1] == ([0], [2], [256]) and found[2] == ([0], [3], [258])

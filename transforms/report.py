@@ -4,9 +4,10 @@ Documents are measured in batches by every tokenizer at once (each document is
 read once, decoded once and classified once; see ``transforms.report_figures``
 for the definitions), the batches' additive totals are merged by one
 CombineFn, and the merged result's sample (the documents with the smallest
-hash of file and record, so it does not depend on sharding) is spread over the
-workers again to be segmented three ways, and picked for the visualizer
-(``transforms.report_sample``).
+hash of file and record, so it does not depend on sharding) is segmented three
+ways and picked for the visualizer (``transforms.report_sample``) in the step
+that turns the result into JSON. That step also encodes the texts a page
+checks its own encoder against.
 
 Workers read the tokenizer files themselves (any Beam filesystem) and check
 each one's SHA-256 against the one the driver read, so a file replaced while
@@ -27,8 +28,12 @@ from bpe.scripts import SCRIPTS
 from bpe.engines import EngineProof, ProofMismatch
 from bpe.tokenizer import Tokenizer
 from transforms import metrics
-from transforms.report_figures import Figures, MeasuredTokenizer, measure_batch
+from transforms.report_figures import Figures, measure_batch
+from transforms.report_tokens import MeasuredTokenizer
 from transforms.report_sample import SEGMENTATION_FIELDS, Segmenter, visualizer_documents
+
+# The sample is segmented this many bytes at a time (each call's arrays take several times that).
+SEGMENT_BYTES = 1 << 22
 
 __all__ = ["MeasureTokenizers", "figures_to_json"]
 
@@ -122,53 +127,52 @@ class _MergeFiguresFn(beam.CombineFn):
         return accumulator
 
 
-class _SegmentFn(beam.DoFn):
-    """A sample document -> int64 [tokenizer, class, SEGMENTATION_FIELDS]: its pieces counted three ways."""
-
-    def __init__(self, tokenizers: _Tokenizers):
-        self._spec = tokenizers
-
-    def setup(self):
-        self._segmenters = [Segmenter(tokenizer) for tokenizer in self._spec.load()]
-
-    def process(self, document: bytes):
-        yield np.stack([segmenter.count([document]) for segmenter in self._segmenters])
-
-
-class _SumFn(beam.CombineFn):
-    """Adds arrays of one shape (zeros of that shape for no input)."""
-
-    def __init__(self, shape: tuple[int, ...]):
-        self._shape = shape
-
-    def create_accumulator(self):
-        return np.zeros(self._shape, dtype=np.int64)
-
-    def add_input(self, total, array):
-        total += array
-        return total
-
-    def merge_accumulators(self, totals):
-        return sum(totals, np.zeros(self._shape, dtype=np.int64))
-
-    def extract_output(self, total):
-        return total
-
-
 class _FinishFn(beam.DoFn):
-    """The merged Figures and the sample's segmentation -> the JSON-able measures, with the visualizer's documents."""
+    """The merged Figures -> the JSON-able measures, with the sample's segmentation, the
+    visualizer's documents and the IDs of the check texts."""
 
-    def __init__(self, tokenizers: _Tokenizers):
-        self._spec = tokenizers
+    def __init__(self, tokenizers: _Tokenizers, check_texts: Sequence[str]):
+        self._spec, self._check_texts = tokenizers, list(check_texts)
 
     def setup(self):
         self._tokenizers = self._spec.load()
+        self._segmenters = [Segmenter(tokenizer) for tokenizer in self._tokenizers]
 
-    def process(self, figures: Figures, segmentation: np.ndarray):
+    def process(self, figures: Figures):
         measures = figures_to_json(figures)
-        measures["segmentation"] = segmentation.tolist()
+        documents = [prefix for *_, prefix, _ in figures.sample]
+        measures["segmentation"] = [segment(segmenter, documents).tolist() for segmenter in self._segmenters]
         measures["visualizer"] = visualizer_documents(figures.sample, self._tokenizers)
+        measures["checks"] = [
+            [{"text": text, "ids": tokenizer.encode_text(text)}
+             for text in check_texts(self._check_texts, measures["visualizer"], t, tokenizer.tokenizer)]
+            for t, tokenizer in enumerate(self._tokenizers)
+        ]
         yield measures
+
+
+def segment(segmenter: Segmenter, documents: Sequence[bytes]) -> np.ndarray:
+    """``segmenter.count`` over the documents, SEGMENT_BYTES at a time."""
+    table = np.zeros((len(SCRIPTS), len(SEGMENTATION_FIELDS)), dtype=np.int64)
+    chunk, size = [], 0
+    for data in documents:
+        if chunk and size + len(data) > SEGMENT_BYTES:
+            table += segmenter.count(chunk)
+            chunk, size = [], 0
+        chunk.append(data)
+        size += len(data)
+    return table + segmenter.count(chunk)
+
+
+def check_texts(texts: Sequence[str], visualizer: Sequence[dict], index: int, tokenizer: Tokenizer) -> list[str]:
+    """The texts, then the text of every visualizer document's tokens by tokenizer ``index`` that is valid UTF-8."""
+    out = list(texts)
+    for doc in visualizer:
+        try:
+            out.append(tokenizer.decode_bytes(doc["tokens"][index]).decode("utf-8"))
+        except UnicodeDecodeError:
+            pass  # a live box takes typed text, which is always valid
+    return out
 
 
 def figures_to_json(figures: Figures) -> dict:
@@ -198,14 +202,16 @@ class MeasureTokenizers(beam.PTransform):
     ``bpe.scripts.SCRIPTS``, the tokens, bytes, characters and byte-level
     fallback tokens, the words per class, each tokenizer's count of every ID,
     and on the sample the pieces, bytes and token counts of BPE, greedy longest
-    match and the fewest tokens per class, plus the visualizer's documents.
+    match and the fewest tokens per class, plus the visualizer's documents and,
+    under ``checks``, per tokenizer the text and IDs of each check text and of
+    each visualizer document (where its tokens are valid UTF-8).
     Counters: ``report.documents``, ``report.bytes``.
 
     Args:
       tokenizer_paths: the tokenizers (tokenizer.json or a directory holding
-        it; local, ``gs://``, ``s3://``), in report order. Loaded here once for
-        their vocabulary sizes and, without ``proofs``, proven here; workers
-        load them again and check each proof's SHA-256.
+        it; local, ``gs://``, ``s3://``), in report order. Loaded here, for
+        their vocabulary sizes and proofs, unless both are given; workers load
+        them again and check each proof's SHA-256.
       proofs: each tokenizer's ``Tokenizer.prove()``, when the driver made them.
       source_field: the documents' source is their ``doc_id`` (the reader was
         given this field as the id field); None: their input file.
@@ -214,6 +220,8 @@ class MeasureTokenizers(beam.PTransform):
       batch_bytes: about how many document bytes are measured per call: the
         measures hold several arrays per byte, and batches that stay in the
         processor's caches are measured fastest.
+      vocab_sizes: each tokenizer's ``vocab_size``, when the driver has loaded them.
+      check_texts: texts whose IDs by every tokenizer the measures carry.
     """
 
     tokenizer_paths: Sequence[str]
@@ -221,19 +229,24 @@ class MeasureTokenizers(beam.PTransform):
     source_field: str | None = None
     sample_documents: int = 200
     batch_bytes: int = 1 << 18
+    vocab_sizes: Sequence[int] = ()
+    check_texts: Sequence[str] = ()
 
     def __post_init__(self):
         super().__init__()
         if not self.tokenizer_paths:
             raise ValueError("MeasureTokenizers needs at least one tokenizer")
-        tokenizers = [Tokenizer.load(path) for path in self.tokenizer_paths]
-        proofs = list(self.proofs) or [tokenizer.prove() for tokenizer in tokenizers]
+        proofs, vocab_sizes = list(self.proofs), list(self.vocab_sizes)
+        if not (proofs and vocab_sizes):
+            tokenizers = [Tokenizer.load(path) for path in self.tokenizer_paths]
+            proofs = proofs or [tokenizer.prove() for tokenizer in tokenizers]
+            vocab_sizes = vocab_sizes or [tokenizer.vocab_size for tokenizer in tokenizers]
         self._tokenizers = _Tokenizers(self.tokenizer_paths, proofs)
-        self._vocab_sizes = [tokenizer.vocab_size for tokenizer in tokenizers]
+        self._vocab_sizes = vocab_sizes
 
     def expand(self, documents):
         tokenizers = self._tokenizers
-        merged = (
+        return (
             documents
             | "Batch" >> beam.BatchElements(
                 min_batch_size=self.batch_bytes, max_batch_size=self.batch_bytes,
@@ -241,13 +254,5 @@ class MeasureTokenizers(beam.PTransform):
             )
             | "Measure" >> beam.ParDo(_MeasureBatchFn(tokenizers, self.source_field, self.sample_documents))
             | "Merge" >> beam.CombineGlobally(_MergeFiguresFn(self._vocab_sizes, self.sample_documents))
+            | "Finish" >> beam.ParDo(_FinishFn(tokenizers, self.check_texts))
         )
-        shape = (len(self._vocab_sizes), len(SCRIPTS), len(SEGMENTATION_FIELDS))
-        segmentation = (
-            merged
-            | "SampleDocuments" >> beam.FlatMap(lambda figures: [prefix for *_, prefix, _ in figures.sample])
-            | "SpreadSample" >> beam.Reshuffle()
-            | "Segment" >> beam.ParDo(_SegmentFn(tokenizers))
-            | "SumSegmentation" >> beam.CombineGlobally(_SumFn(shape))
-        )
-        return merged | "Finish" >> beam.ParDo(_FinishFn(tokenizers), beam.pvalue.AsSingleton(segmentation))

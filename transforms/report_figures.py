@@ -33,10 +33,10 @@ from typing import Sequence
 
 import numpy as np
 
-from bpe.scripts import INHERITED, INVALID, OTHER, SCRIPTS, WRITING, code_point_classes
-from bpe.tokenizer import Tokenizer
+from bpe.scripts import INHERITED, INVALID, OTHER, SCRIPTS, WRITING, classes_of
+from transforms.report_tokens import MeasuredTokenizer, text_span_classes
 
-__all__ = ["Figures", "MeasuredTokenizer", "Quantity", "measure_batch"]
+__all__ = ["Figures", "Quantity", "document_classes", "measure_batch", "span_classes"]
 
 N_CLASSES = len(SCRIPTS)
 # The sample keeps at most this many bytes of each document (see sample_prefix).
@@ -51,26 +51,6 @@ class Quantity:
 
     TOKENS, BYTES, CHARACTERS, FALLBACK = range(4)
     NAMES = ("tokens", "bytes", "characters", "fallback_tokens")
-
-
-class MeasuredTokenizer:
-    """A tokenizer as the measures use it: its encoder and its tokens' lengths.
-
-    Args:
-      tokenizer: the tokenizer.
-      engine: the engine that encodes for it (``tokenizer.use_proof(proof)``);
-        default ``tokenizer.engine``, proven here.
-    """
-
-    def __init__(self, tokenizer: Tokenizer, engine=None):
-        self.tokenizer = tokenizer
-        self.vocab_size = tokenizer.vocab_size
-        self.lengths = np.array([len(tokenizer.token_bytes(i)) for i in range(tokenizer.vocab_size)], dtype=np.int64)
-        self._engine = engine or tokenizer.engine
-
-    def encode(self, data: bytes) -> np.ndarray:
-        """The document's IDs as ordinary text (no special tokens), as uint32."""
-        return np.frombuffer(self._engine.encode_array(data), dtype=np.uint32)
 
 
 @dataclasses.dataclass
@@ -161,11 +141,10 @@ class _Batch:
       document_starts: bool per character, True at each document's first.
       per_document: characters per document.
       size: bytes in the batch.
-      chars_before: ``chars_before[p]`` = characters starting in bytes [0, p), for
-        p in 0..size; None when every byte is a character (ASCII).
-      valid_before: the same for valid characters; None when all are valid.
-      inside: bool per byte (and False at ``size``): the byte continues a
-        character begun before it; None for ASCII.
+      char_starts: int64 per character and one more, ``size``: the byte where
+        it starts (increasing); None when every byte is a character (ASCII).
+      valid_before: ``valid_before[i]``: the valid characters among the first
+        i; None when all are valid.
     """
 
     def __init__(self, datas: Sequence[bytes]):
@@ -178,31 +157,39 @@ class _Batch:
         starts = np.zeros(n + 1, dtype=bool)
         starts[np.cumsum(self.per_document) - self.per_document] = True
         self.document_starts = starts[:n]
-        self.classes = _resolve_inherited(np.frombuffer(code_point_classes(), dtype=np.uint8)[cps], self.document_starts)
+        self.classes = _resolve_inherited(classes_of(cps), self.document_starts)
         self.size = sum(len(data) for data in datas)
-        self.chars_before = self.valid_before = self.inside = None
-        if self.size == n:
-            return
-        if valid:  # character starts are the bytes that are not 10xxxxxx
+        self.char_starts = None
+        if self.size != n and valid:  # character starts are the bytes that are not 10xxxxxx
             raw = np.frombuffer(b"".join(datas), dtype=np.uint8)
-            char_start = np.append((raw & 0xC0) != 0x80, True)
-        else:  # a lone surrogate stands for one invalid byte (surrogateescape)
+            self.char_starts = np.append(np.flatnonzero((raw & 0xC0) != 0x80), self.size)
+        elif self.size != n:  # a lone surrogate stands for one invalid byte (surrogateescape)
             lengths = np.where(cps < 0x80, 1, np.where(cps < 0x800, 2, np.where(cps < 0x10000, 3, 4)))
             lengths[(cps >= 0xD800) & (cps < 0xE000)] = 1
-            char_start = np.zeros(self.size + 1, dtype=bool)
-            char_start[np.cumsum(lengths) - lengths] = True
-            char_start[self.size] = True
-        self.inside = ~char_start
-        self.chars_before = _before(char_start[:-1])
-        if not valid:
-            byte_classes = self.classes[self.chars_before[1:] - 1]
-            self.valid_before = _before(char_start[:-1] & (byte_classes != INVALID))
+            self.char_starts = np.append(np.cumsum(lengths) - lengths, self.size)
+        self.valid_before = None if valid else _before(self.classes != INVALID)
+
+    def _chars_before(self, byte_positions: np.ndarray) -> np.ndarray:
+        """How many characters start before each byte position (0..size)."""
+        if self.char_starts is None:
+            return byte_positions
+        return np.searchsorted(self.char_starts, byte_positions)
 
     def class_at(self, byte_positions: np.ndarray) -> np.ndarray:
         """The class of the character holding each byte."""
-        if self.chars_before is None:
+        if self.char_starts is None:
             return self.classes[byte_positions]
-        return self.classes[self.chars_before[byte_positions + 1] - 1]
+        return self.classes[np.searchsorted(self.char_starts, byte_positions, side="right") - 1]
+
+    def spans(self, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per byte span [start, end): its class (``_token_classes``), its characters
+        (those that start in it) and whether it is a byte-level fallback token."""
+        first, last = self._chars_before(starts), self._chars_before(ends)
+        characters = last - first
+        valid = characters if self.valid_before is None else self.valid_before[last] - self.valid_before[first]
+        # A span ending inside a character does not hold that (last begun) character whole.
+        inside = ends != (ends if self.char_starts is None else self.char_starts[last])
+        return _token_classes(self, starts, ends), characters, (valid - inside) <= 0
 
 
 def _resolve_inherited(classes: np.ndarray, document_starts: np.ndarray) -> np.ndarray:
@@ -229,8 +216,23 @@ def _before(flags: np.ndarray) -> np.ndarray:
 
 def _token_classes(batch: _Batch, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """``bpe.scripts.class_of_span`` of every token: its last byte's class, unless whitespace."""
-    last = batch.class_at(ends - 1)
-    return np.where(last == WHITESPACE, batch.class_at(starts), last).astype(np.int64)
+    classes = batch.class_at(ends - 1).astype(np.int64)
+    space = np.flatnonzero(classes == WHITESPACE)
+    classes[space] = batch.class_at(starts[space])
+    return classes
+
+
+def span_classes(spans: Sequence[bytes]) -> np.ndarray:
+    """``bpe.scripts.class_of_span`` of each (non-empty) byte string, each decoded on its own."""
+    return text_span_classes([decode(span)[0] for span in spans])
+
+
+def document_classes(documents: Sequence[bytes]) -> np.ndarray:
+    """int64 [document, class]: how many characters of each class every document holds."""
+    batch = _Batch(documents)
+    owner = np.repeat(np.arange(len(documents), dtype=np.int64), batch.per_document)
+    counts = np.bincount(owner * N_CLASSES + batch.classes, minlength=len(documents) * N_CLASSES)
+    return counts.reshape(len(documents), N_CLASSES)
 
 
 def measure_batch(
@@ -261,29 +263,24 @@ def measure_batch(
     counts = np.zeros((len(tokenizers), 4, size), dtype=np.int64)
     for t, tokenizer in enumerate(tokenizers):
         per_doc = encoded[t] if encoded is not None else [tokenizer.encode(data) for _, data in documents]
-        ids = np.concatenate(per_doc).astype(np.int64)
+        ids = np.concatenate(per_doc, dtype=np.int64)
         lengths = tokenizer.lengths[ids]
-        ends = np.cumsum(lengths)
-        if (ends[-1] if len(ends) else 0) != batch.size:
+        if int(lengths.sum()) != batch.size:
             raise ValueError("the tokens do not spell the documents' bytes")
         if not len(ids):
             continue
-        starts = ends - lengths
-        keys = _token_classes(batch, starts, ends)
+        keys, characters = tokenizer.classes[ids], tokenizer.characters[ids]
+        around = np.flatnonzero(keys < 0)  # tokens whose neighbours decide their figures
+        fallback = np.zeros(0, dtype=bool)
+        if len(around):
+            ends = np.cumsum(lengths)[around]
+            keys[around], characters[around], fallback = batch.spans(ends - lengths[around], ends)
         if len(names) > 1:
             keys += np.repeat(doc_sources, [len(d) for d in per_doc]) * N_CLASSES
-        if batch.chars_before is None:
-            characters, fallback = lengths, None
-        else:
-            characters = batch.chars_before[ends] - batch.chars_before[starts]
-            valid = characters if batch.valid_before is None else batch.valid_before[ends] - batch.valid_before[starts]
-            # A token ending inside a character does not hold that (last begun) character whole.
-            fallback = (valid - batch.inside[ends]) <= 0
         counts[t, Quantity.TOKENS] = np.bincount(keys, minlength=size)
         counts[t, Quantity.BYTES] = np.bincount(keys, weights=lengths, minlength=size)
         counts[t, Quantity.CHARACTERS] = np.bincount(keys, weights=characters, minlength=size)
-        if fallback is not None:
-            counts[t, Quantity.FALLBACK] = np.bincount(keys, weights=fallback, minlength=size)
+        counts[t, Quantity.FALLBACK] = np.bincount(keys[around], weights=fallback, minlength=size)
         figures.token_counts[t] += np.bincount(ids, minlength=tokenizer.vocab_size)
 
     words = _word_counts(batch, doc_sources, len(names))
@@ -310,8 +307,12 @@ def _word_counts(batch: _Batch, doc_sources: np.ndarray, n_sources: int) -> np.n
     # word's start to the next one's there is the word, then only whitespace).
     late = np.flatnonzero(~_IS_WRITING[keys])
     if len(late):
-        writing = np.append(np.flatnonzero(_IS_WRITING[classes]), n)
-        first = writing[np.searchsorted(writing, word_starts[late])]
+        # Such a word starts a run of characters of no writing script; the first
+        # writing character after it is the one after that run.
+        other = np.flatnonzero(~_IS_WRITING[classes])
+        run_last = np.append(np.flatnonzero(np.diff(other) != 1), len(other) - 1)  # index in other of each run's last
+        at = np.searchsorted(other, word_starts[late])
+        first = other[run_last[np.searchsorted(run_last, at)]] + 1
         next_start = np.append(word_starts, n)[late + 1]
         found = first < next_start
         keys[late[found]] = classes[first[found]]

@@ -15,9 +15,11 @@ from typing import Sequence
 
 import numpy as np
 
-from bpe.scripts import SCRIPTS, WRITING, class_of_span, classify
+from bpe.pretokenize import to_text
+from bpe.scripts import SCRIPTS, WRITING
 from bpe.segmentation import Vocabulary
-from transforms.report_figures import MeasuredTokenizer, decode
+from transforms.report_figures import N_CLASSES, document_classes
+from transforms.report_tokens import MeasuredTokenizer, text_span_classes
 
 __all__ = ["SEGMENTATION_FIELDS", "Segmenter", "visualizer_documents"]
 
@@ -26,10 +28,11 @@ SEGMENTATION_FIELDS = ("pieces", "bytes", "bpe", "greedy", "fewest")
 # The visualizer shows this many sample documents per script, of at most this many bytes each.
 DOCUMENTS_PER_SCRIPT = 2
 VISUALIZER_BYTES = 1200
+_WRITING = sorted(WRITING)
 
 
 class Segmenter:
-    """Counts a tokenizer's pieces three ways, remembering pieces it has seen.
+    """Counts a tokenizer's pieces three ways.
 
     Args:
       tokenizer: the tokenizer, as the measures use it.
@@ -38,46 +41,52 @@ class Segmenter:
     def __init__(self, tokenizer: MeasuredTokenizer):
         self.tokenizer = tokenizer
         tok = tokenizer.tokenizer
-        self.vocabulary = Vocabulary([tok.token_bytes(i) for i in range(256 + len(tok.merges))])
-        self._seen: dict[bytes, tuple[int, int, int]] = {}
+        ordinary = tok.ordinary_tokens()
+        self.vocabulary = Vocabulary(
+            [ordinary[i] if i in ordinary else tok.token_bytes(i) for i in range(256 + len(tok.merges))]
+        )
 
     def count(self, documents: Sequence[bytes]) -> np.ndarray:
-        """int64 [class, SEGMENTATION_FIELDS] over the documents' pieces."""
-        table = np.zeros((len(SCRIPTS), len(SEGMENTATION_FIELDS)), dtype=np.int64)
-        pre = self.tokenizer.tokenizer.pre_tokenizer
+        """int64 [class, SEGMENTATION_FIELDS] over the documents' pieces.
+
+        Each distinct piece is segmented once, and all of them together
+        (``Vocabulary.counts``); BPE's tokens of a piece are those of the
+        document's IDs that end within it (tokens never cross pieces).
+        """
+        split = self.tokenizer.tokenizer.pre_tokenizer.split
+        pieces: list[str] = []  # every document's pieces, one after the other
+        token_lengths = []
         for data in documents:
-            ids = self.tokenizer.encode(data)
-            lengths = self.tokenizer.lengths[ids]
-            position = 0
-            for piece in pre.pieces(data):
-                bpe = 0
-                covered = 0
-                while covered < len(piece):  # tokens never cross pieces
-                    covered += int(lengths[position])
-                    position += 1
-                    bpe += 1
-                script, greedy, fewest = self._piece(piece)
-                table[script] += (1, len(piece), bpe, greedy, fewest)
-        return table
-
-    def _piece(self, piece: bytes) -> tuple[int, int, int]:
-        found = self._seen.get(piece)
-        if found is None:
-            script = class_of_span(classify(decode(piece)[0]))
-            greedy, fewest = self.vocabulary.both(piece)
-            found = (script, len(greedy), len(fewest))
-            self._seen[piece] = found
-        return found
+            pieces += split(to_text(data)[0])
+            token_lengths.append(self.tokenizer.lengths[self.tokenizer.encode(data)])
+        # A piece's bytes are its text's: lone surrogates stand for invalid bytes (surrogateescape).
+        index = {piece: i for i, piece in enumerate(dict.fromkeys(pieces))}
+        which = np.array([index[piece] for piece in pieces], dtype=np.int64)
+        unique = [piece.encode("utf-8", "surrogateescape") for piece in index]
+        lengths = np.array([len(piece) for piece in unique], dtype=np.int64)
+        token_ends = np.cumsum(np.concatenate(token_lengths)) if token_lengths else np.zeros(0, dtype=np.int64)
+        piece_ends = np.cumsum(lengths[which])
+        within = np.searchsorted(token_ends, piece_ends, side="right")
+        if len(piece_ends) and not np.array_equal(token_ends[within - 1], piece_ends):
+            raise ValueError("a token crosses a pre-token piece")
+        bpe = np.diff(within, prepend=0)
+        greedy, fewest = self.vocabulary.counts(unique)
+        script = text_span_classes(list(index))[which]
+        columns = (np.ones(len(which), dtype=np.int64), lengths[which], bpe, greedy[which], fewest[which])
+        return np.stack(
+            [np.bincount(script, weights=column, minlength=N_CLASSES) for column in columns], axis=1
+        ).astype(np.int64)
 
 
-def dominant_class(data: bytes) -> int:
-    """The writing script with the most characters in the document, else its most frequent class."""
-    classes = classify(decode(data)[0])
-    counts = np.bincount(np.array(classes, dtype=np.int64), minlength=len(SCRIPTS)) if classes else np.zeros(len(SCRIPTS))
-    writing = [(counts[i], -i) for i in WRITING if counts[i]]
-    if writing:
-        return -max(writing)[1]
-    return int(np.argmax(counts))
+def dominant_classes(documents: Sequence[bytes]) -> list[int]:
+    """Per document: the writing script with the most characters, else its most frequent class
+    (the lowest class index on ties)."""
+    counts = document_classes(documents)
+    writing = counts[:, _WRITING]
+    return [
+        _WRITING[int(np.argmax(w))] if w.max(initial=0) > 0 else int(np.argmax(c))
+        for w, c in zip(writing, counts)
+    ]
 
 
 def visualizer_documents(
@@ -89,8 +98,8 @@ def visualizer_documents(
     that end within its first VISUALIZER_BYTES bytes (per tokenizer).
     """
     chosen: dict[int, list] = {}
-    for _, source, file, record, data, length in sample:
-        picked = chosen.setdefault(dominant_class(data), [])
+    for script, (_, source, file, record, data, length) in zip(dominant_classes([s[4] for s in sample]), sample):
+        picked = chosen.setdefault(script, [])
         if len(picked) < DOCUMENTS_PER_SCRIPT and data:
             picked.append((source, file, record, data, length))
     out = []

@@ -1,0 +1,181 @@
+"""The report's array code against the plain definitions it stands for: code point classes,
+the class of a span, a document's dominant script, the sample's segmentation in chunks,
+token lengths and the page's check texts."""
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from bpe import scripts
+from tests.helpers import MULTILINGUAL_LINES, stdlib_lines, train_small
+
+SPANS = (
+    "hello", " the", " 42", ");\n", "\n\n", "\u0301abc", "e\u0301", "中文", " Привет", "\t", "x\u200d\U0001f642",
+)
+INVALID = (b"bad \xff\xfe", b"\xe4\xb8", b"\x80", b" \xe4\xb8\xad\xe6")
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    docs = [line.decode() for line in stdlib_lines()[:2000]] + list(MULTILINGUAL_LINES) * 10
+    return train_small(docs, vocab_size=700)
+
+
+def plain_class_of_span(data: bytes) -> int:
+    return scripts.class_of_span(scripts.classify(data.decode("utf-8", "surrogateescape")))
+
+
+def test_classes_looked_up_as_met_equal_the_whole_table():
+    table = np.frombuffer(scripts.code_point_classes(), dtype=np.uint8)
+    code_points = np.arange(0x110000, dtype=np.uint32)
+    np.random.default_rng(0).shuffle(code_points)
+    for chunk in np.array_split(code_points, 7):  # met a few at a time, in no order
+        assert np.array_equal(scripts.classes_of(chunk), table[chunk])
+    assert np.array_equal(scripts.classes_of(np.arange(0x110000, dtype=np.uint32)), table)
+
+
+def test_span_classes_equal_class_of_span_of_each_decoded_on_its_own():
+    from transforms.report_figures import span_classes
+
+    spans = [s.encode() for s in SPANS] + list(INVALID)
+    assert span_classes(spans).tolist() == [plain_class_of_span(s) for s in spans]
+    # A combining mark first takes "other", as classify does on its own (not the class before it).
+    assert span_classes(["\u0301".encode(), b"a"]).tolist() == [scripts.OTHER, scripts.SCRIPTS.index("Latin")]
+    assert span_classes([]).tolist() == []
+
+
+def plain_dominant(data: bytes) -> int:
+    classes = scripts.classify(data.decode("utf-8", "surrogateescape"))
+    counts = [classes.count(i) for i in range(len(scripts.SCRIPTS))]
+    writing = [i for i in sorted(scripts.WRITING) if counts[i]]
+    if writing:
+        return max(writing, key=lambda i: (counts[i], -i))
+    return max(range(len(counts)), key=lambda i: (counts[i], -i))
+
+
+def test_dominant_classes_equal_the_plain_definition():
+    from transforms.report_sample import dominant_classes
+
+    docs = [line.encode() for line in MULTILINGUAL_LINES] + list(INVALID) + [
+        b"", b"12345 ...", "Привет hello".encode(), "ab Пр".encode(), "中文 日本語 カタカナ".encode(), b"\n\n",
+    ]
+    assert dominant_classes(docs) == [plain_dominant(d) for d in docs]
+    assert dominant_classes([]) == []
+
+
+def plain_segmentation(tok, documents) -> np.ndarray:
+    """[class, (pieces, bytes, bpe, greedy, fewest)], one piece at a time with the plain segmentations."""
+    from bpe.segmentation import Vocabulary
+
+    vocabulary = Vocabulary([tok.token_bytes(i) for i in range(256 + len(tok.merges))])
+    table = np.zeros((len(scripts.SCRIPTS), 5), dtype=np.int64)
+    for data in documents:
+        lengths = [len(tok.token_bytes(i)) for i in tok.encode(data)]
+        for piece in tok.pre_tokenizer.pieces(data):
+            bpe, covered = 0, 0
+            while covered < len(piece):
+                covered += lengths.pop(0)
+                bpe += 1
+            greedy, fewest = vocabulary.both(piece)
+            table[plain_class_of_span(piece)] += (1, len(piece), bpe, len(greedy), len(fewest))
+    return table
+
+
+def test_the_sample_segmented_in_chunks_equals_one_piece_at_a_time(tokenizer, monkeypatch):
+    from transforms import report
+    from transforms.report_tokens import MeasuredTokenizer
+    from transforms.report_sample import Segmenter
+
+    documents = [line for line in stdlib_lines()[2000:2300]] + [l.encode() for l in MULTILINGUAL_LINES] + list(INVALID)
+    random.Random(0).shuffle(documents)
+    segmenter = Segmenter(MeasuredTokenizer(tokenizer))
+    expected = plain_segmentation(tokenizer, documents)
+    assert np.array_equal(segmenter.count(documents), expected)
+    monkeypatch.setattr(report, "SEGMENT_BYTES", 500)  # many calls, pieces met again in later ones
+    assert np.array_equal(report.segment(segmenter, documents), expected)
+    assert np.array_equal(report.segment(segmenter, []), np.zeros_like(expected))
+
+
+def test_token_lengths_are_the_lengths_of_every_token(tokenizer):
+    from transforms.report_tokens import token_lengths
+
+    lengths = token_lengths(tokenizer)
+    assert lengths.tolist() == [len(tokenizer.token_bytes(i)) for i in range(tokenizer.vocab_size)]
+
+
+def test_check_texts_are_the_given_ones_then_each_valid_visualizer_document(tokenizer):
+    from transforms.report import check_texts
+
+    valid, invalid = "Привет, мир", b"bad \xff"
+    visualizer = [{"tokens": [[0], tokenizer.encode(valid)]}, {"tokens": [[1], tokenizer.encode(invalid)]}]
+    assert check_texts(["a", "b"], visualizer, 1, tokenizer) == ["a", "b", valid]
+    assert check_texts([], visualizer, 0, tokenizer) == ["\x00", "\x01"]
+
+
+def test_a_batch_of_one_byte_characters_counts_its_invalid_bytes_as_fallback(tokenizer):
+    from transforms.report_figures import Quantity, measure_batch
+    from transforms.report_tokens import MeasuredTokenizer
+
+    data = b"bad \xff\xfe bytes \x80\n"
+    figures = measure_batch([("s", data)], [MeasuredTokenizer(tokenizer)])
+    invalid = [i for i in tokenizer.encode(data) if tokenizer.token_bytes(i) in (b"\xff", b"\xfe", b"\x80")]
+    assert invalid
+    assert figures.counts["s"][0, Quantity.FALLBACK].sum() == len(invalid)
+    assert figures.counts["s"][0, Quantity.FALLBACK, scripts.INVALID] == len(invalid)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=6), st.randoms(use_true_random=False))
+def test_the_figures_do_not_depend_on_how_documents_are_batched(tokenizer, cuts, rng):
+    from transforms.report_figures import Figures, measure_batch
+    from transforms.report_tokens import MeasuredTokenizer
+
+    documents = [(f"source-{i % 3}", line.encode()) for i, line in enumerate(MULTILINGUAL_LINES)]
+    documents += [("source-0", data) for data in INVALID] + [("source-1", "e\u0301\u0301x \u0301".encode())]
+    documents += [("source-2", line) for line in stdlib_lines()[:20]]
+    rng.shuffle(documents)
+    measured = [MeasuredTokenizer(tokenizer)]
+    whole = measure_batch(documents, measured)
+    edges = sorted({0, len(documents), *(c % (len(documents) + 1) for c in cuts)})
+    parts = Figures.empty([tokenizer.vocab_size])
+    for a, b in zip(edges, edges[1:]):
+        parts.merge(measure_batch(documents[a:b], measured))
+    assert sorted(parts.counts) == sorted(whole.counts)
+    for source in whole.counts:
+        assert np.array_equal(parts.counts[source], whole.counts[source]), source
+        assert np.array_equal(parts.words[source], whole.words[source])
+    assert np.array_equal(parts.token_counts[0], whole.token_counts[0])
+
+
+def test_tokens_whose_bytes_alone_decide_their_class_have_it_in_the_table(tokenizer):
+    from transforms.report_tokens import MeasuredTokenizer
+
+    measured = MeasuredTokenizer(tokenizer)
+    kinds = set()
+    for token_id in range(tokenizer.vocab_size):
+        data = tokenizer.token_bytes(token_id)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        classes = scripts.classify(text) if text else []
+        if not text or scripts.code_point_classes()[ord(text[0])] == scripts.INHERITED:
+            assert measured.classes[token_id] == -1, data
+            kinds.add("around")
+        else:
+            assert measured.classes[token_id] == scripts.class_of_span(classes), data
+            assert measured.characters[token_id] == len(text)
+            kinds.add(scripts.SCRIPTS[measured.classes[token_id]])
+    assert {"around", "Latin", "Cyrillic", "Arabic", "whitespace", "punctuation", "digits"} <= kinds
+
+
+def test_text_span_classes_equal_class_of_span_of_classify():
+    from transforms.report_tokens import text_span_classes
+
+    texts = [*SPANS, "\u0301", "\u0301\u0301", "\u0301a\u0301", "a\u0301\u0301", " \u0301", "\u0301 ", "\udcff", "x\udce4", "\n"]
+    assert text_span_classes(texts).tolist() == [scripts.class_of_span(scripts.classify(t)) for t in texts]
+    assert text_span_classes(["\u0301"]).tolist() == [scripts.OTHER]  # no character that is not combining
+    with pytest.raises(ValueError, match="never empty"):
+        text_span_classes(["a", ""])
