@@ -24,8 +24,9 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.utils import shared
 
-from bpe.scripts import SCRIPTS
+from bpe import preloaded
 from bpe.engines import EngineProof, ProofMismatch
+from bpe.scripts import SCRIPTS
 from bpe.tokenizer import Tokenizer
 from transforms import metrics
 from transforms.report_figures import Figures, measure_batch
@@ -62,7 +63,7 @@ class _Tokenizers:
     def _read(self) -> _Loaded:
         loaded = _Loaded()
         for path, proof in zip(self.paths, self.proofs):
-            tokenizer = Tokenizer.load(path)
+            tokenizer = preloaded.take(path, None, proof) or Tokenizer.load(path)
             try:
                 engine = tokenizer.use_proof(proof)
             except ProofMismatch:
