@@ -40,7 +40,7 @@ BEAM_BPE = [sys.executable, "-m", "pipeline.cli"]
 IO_LIMIT_JOB = [sys.executable, "-m", "benchmarks.bench_encode", "--io-limit-job"]
 
 
-def _descendants(root: int) -> list[int]:
+def descendants(root: int) -> list[int]:
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -59,34 +59,56 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
-class PeakMemory:
-    """Polls the peak RSS (VmHWM) of a process and all its descendants."""
+class ProcessPoller:
+    """Polls a process and all its descendants from a thread until ``stop``;
+    subclasses say what to read from each (``sample``) and what to return."""
+
+    INTERVAL = 0.2
 
     def __init__(self, pid: int):
         self.pid = pid
-        self.peaks: dict[int, tuple[str, int]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self):
         while not self._stop.is_set():
-            for pid in _descendants(self.pid):
+            for pid in descendants(self.pid):
                 try:
-                    with open(f"/proc/{pid}/status") as f:
-                        fields = dict(line.split(":", 1) for line in f if ":" in line)
-                    with open(f"/proc/{pid}/cmdline", "rb") as f:
-                        cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-                except OSError:
+                    self.sample(pid)
+                except OSError:  # it has just ended
                     continue
-                hwm = int(fields.get("VmHWM", "0 kB").split()[0]) * 1024
-                if hwm > self.peaks.get(pid, ("", 0))[1]:
-                    self.peaks[pid] = (cmd, hwm)
-            self._stop.wait(0.2)
+            self._stop.wait(self.INTERVAL)
 
-    def stop(self) -> dict[int, tuple[str, int]]:
+    def sample(self, pid: int) -> None:
+        raise NotImplementedError
+
+    def stop(self):
         self._stop.set()
         self._thread.join()
+        return self.result()
+
+    def result(self):
+        raise NotImplementedError
+
+
+class PeakMemory(ProcessPoller):
+    """The peak RSS (VmHWM) of a process and all its descendants: {pid: (command line, bytes)}."""
+
+    def __init__(self, pid: int):
+        self.peaks: dict[int, tuple[str, int]] = {}
+        super().__init__(pid)
+
+    def sample(self, pid: int) -> None:
+        with open(f"/proc/{pid}/status") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        hwm = int(fields.get("VmHWM", "0 kB").split()[0]) * 1024
+        if hwm > self.peaks.get(pid, ("", 0))[1]:
+            self.peaks[pid] = (cmd, hwm)
+
+    def result(self) -> dict[int, tuple[str, int]]:
         return self.peaks
 
 

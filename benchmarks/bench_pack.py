@@ -27,7 +27,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from typing import NamedTuple
 
@@ -35,41 +34,31 @@ import numpy as np
 import pyarrow.parquet as pq
 
 import bpe
-from benchmarks.bench_encode import PeakMemory, _descendants
+from benchmarks.bench_encode import PeakMemory, ProcessPoller
 from benchmarks.corpus import CACHE_DIR, corpus_text, word_counts
 
 BEAM_BPE = [sys.executable, "-m", "pipeline.cli"]
 SHARDS = 8
 
 
-class CpuTime:
-    """Polls the CPU time (user + system) of a process and all its descendants:
-    the sum over every process of the last figure seen, so the work a job does,
-    about the same on a busy machine as on a quiet one."""
+class CpuTime(ProcessPoller):
+    """The CPU time (user + system) of a process and all its descendants: the sum
+    over every process of the last figure seen, so the work a job does, about the
+    same on a busy machine as on a quiet one."""
 
+    INTERVAL = 0.1
     TICK = os.sysconf("SC_CLK_TCK")
 
     def __init__(self, pid: int):
-        self.pid = pid
         self.seconds: dict[int, float] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
+        super().__init__(pid)
 
-    def _run(self):
-        while not self._stop.is_set():
-            for pid in _descendants(self.pid):
-                try:
-                    with open(f"/proc/{pid}/stat") as f:
-                        fields = f.read().rsplit(")", 1)[1].split()
-                except OSError:
-                    continue
-                self.seconds[pid] = (int(fields[11]) + int(fields[12])) / self.TICK  # utime, stime
-            self._stop.wait(0.1)
+    def sample(self, pid: int) -> None:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        self.seconds[pid] = (int(fields[11]) + int(fields[12])) / self.TICK  # utime, stime
 
-    def stop(self) -> float:
-        self._stop.set()
-        self._thread.join()
+    def result(self) -> float:
         return sum(self.seconds.values())
 
 

@@ -466,3 +466,14 @@ def cl100k_rank_file() -> str | None:
         if os.path.exists(path):
             return path
     return None
+
+
+def pieces_with_bpe_tokens(tok, data):
+    """(piece, how many of ``tok.encode(data)``'s tokens cover it) for each pre-token piece of data."""
+    lengths = [len(tok.token_bytes(i)) for i in tok.encode(data)]
+    for piece in tok.pre_tokenizer.pieces(data):
+        bpe, covered = 0, 0
+        while covered < len(piece):
+            covered += lengths.pop(0)
+            bpe += 1
+        yield piece, bpe

@@ -11,7 +11,7 @@ import pytest
 from bpe import scripts
 from bpe.pretokenize import PRESETS
 from pipeline.report_pattern import UnsupportedPattern, to_javascript
-from tests.helpers import IN_MEMORY, MULTILINGUAL_LINES, read_report, report, stdlib_lines, train_small
+from tests.helpers import IN_MEMORY, MULTILINGUAL_LINES, pieces_with_bpe_tokens, read_report, report, stdlib_lines, train_small
 
 SAMPLE = 7
 RARE_BELOW = 3
@@ -229,12 +229,7 @@ def test_segmentation_on_the_sample_equals_brute_force(generated, tokenizers):
         longest = max(map(len, tokens))
         table = collections.defaultdict(lambda: [0] * 5)
         for *_, data in sample:
-            lengths = [len(tok.token_bytes(i)) for i in tok.encode(data)]
-            for piece in tok.pre_tokenizer.pieces(data):
-                bpe, covered = 0, 0
-                while covered < len(piece):
-                    covered += lengths.pop(0)
-                    bpe += 1
+            for piece, bpe in pieces_with_bpe_tokens(tok, data):
                 script = scripts.SCRIPTS[scripts.class_of_span(scripts.classify(piece.decode("utf-8", "surrogateescape")))]
                 row = table[script]
                 for i, value in enumerate((1, len(piece), bpe, plain_greedy(piece, tokens, longest), plain_fewest(piece, tokens))):

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from bpe import scripts
-from tests.helpers import MULTILINGUAL_LINES, stdlib_lines, train_small
+from tests.helpers import MULTILINGUAL_LINES, pieces_with_bpe_tokens, stdlib_lines, train_small
 
 SPANS = (
     "hello", " the", " 42", ");\n", "\n\n", "\u0301abc", "e\u0301", "中文", " Привет", "\t", "x\u200d\U0001f642",
@@ -72,12 +72,7 @@ def plain_segmentation(tok, documents) -> np.ndarray:
     vocabulary = Vocabulary([tok.token_bytes(i) for i in range(256 + len(tok.merges))])
     table = np.zeros((len(scripts.SCRIPTS), 5), dtype=np.int64)
     for data in documents:
-        lengths = [len(tok.token_bytes(i)) for i in tok.encode(data)]
-        for piece in tok.pre_tokenizer.pieces(data):
-            bpe, covered = 0, 0
-            while covered < len(piece):
-                covered += lengths.pop(0)
-                bpe += 1
+        for piece, bpe in pieces_with_bpe_tokens(tok, data):
             greedy, fewest = vocabulary.both(piece)
             table[plain_class_of_span(piece)] += (1, len(piece), bpe, len(greedy), len(fewest))
     return table
