@@ -2,7 +2,7 @@
 
     warm_workers.start_for(argv, modules)   # in the CLI, before Beam is imported
     ...                                     # the driver loads, checks, builds the job
-    process = warm_workers.take()           # the runner, for each worker the job needs
+    process = warm_workers.take(env)        # the runner, for each worker the job needs
 
 A DirectRunner job in multi_processing mode starts its worker processes when
 its first stage runs, and the driver then waits while each one imports Beam,
@@ -18,7 +18,8 @@ on its stdin, the environment Beam gives its
 workers (the addresses of the runner's control and logging services, the
 pipeline options), and from there runs as Beam's own worker. End of input
 without that line (the command ended before its job, or started none) ends it
-quietly; workers not taken are ended when the command exits. When the pool has
+quietly; workers not taken are ended when the command returns (``discard``).
+When the pool has
 no worker left (a second job, or a guess below that was too low) the runner
 starts one the usual way, so the pool changes when workers start, never what
 they do.
