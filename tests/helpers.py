@@ -477,3 +477,19 @@ def pieces_with_bpe_tokens(tok, data):
             covered += lengths.pop(0)
             bpe += 1
         yield piece, bpe
+
+
+def untrained_merges(rng, alphabet: bytes, count: int) -> list[tuple[int, int]]:
+    """Random merges over a small alphabet (any pair of existing tokens, in any order),
+    skipping pairs whose bytes already are a token: tiktoken needs unique bytes."""
+    spelled = [bytes([b]) for b in range(256)]
+    tokens = list(alphabet)
+    merges = []
+    for _ in range(count):
+        left, right = rng.choice(tokens), rng.choice(tokens)
+        if spelled[left] + spelled[right] in spelled:
+            continue
+        merges.append((left, right))
+        spelled.append(spelled[left] + spelled[right])
+        tokens.append(len(spelled) - 1)
+    return merges

@@ -29,6 +29,7 @@ import bpe
 from bpe import reference
 from bpe.encoder import PieceEncoder
 from bpe.trainer import train_merges
+from tests.helpers import untrained_merges
 from tests.real_text import multilingual
 
 PRESETS = ("gpt2", "cl100k", "o200k")
@@ -398,22 +399,6 @@ def test_trained_on_random_tables(case, num_merges, min_frequency, data):
     piece = data.draw(st.lists(st.sampled_from(alphabet), max_size=40).map(bytes), label="piece")
     assert PieceEncoder(merges).encode_bytes(piece) == reference.encode_bytes(piece, merges)
     assert encode_by_rank_of_bytes(piece, ranks) == reference.encode_bytes(piece, merges)
-
-
-def untrained_merges(rng, alphabet: bytes, count: int) -> list[tuple[int, int]]:
-    """Random merges over a small alphabet (any pair of existing tokens, in any order),
-    skipping pairs whose bytes already are a token: tiktoken needs unique bytes."""
-    spelled = [bytes([b]) for b in range(256)]
-    tokens = list(alphabet)
-    merges = []
-    for _ in range(count):
-        left, right = rng.choice(tokens), rng.choice(tokens)
-        if spelled[left] + spelled[right] in spelled:
-            continue
-        merges.append((left, right))
-        spelled.append(spelled[left] + spelled[right])
-        tokens.append(len(spelled) - 1)
-    return merges
 
 
 @fuzz_settings(300)

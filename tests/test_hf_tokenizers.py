@@ -94,15 +94,20 @@ class _Saved(dict):
         return f"<{len(self)} saved tokenizers>"
 
 
+def _save_kinds(kinds, tmp_path_factory) -> _Saved:
+    """kind -> (HF tokenizer as read back from its file, ours loaded from the same file, the path)."""
+    out = _Saved()
+    for name, make in kinds.items():
+        path = str(tmp_path_factory.mktemp("hf") / "tokenizer.json")
+        make().save(path)
+        out[name] = tokenizers.Tokenizer.from_file(path), bpe.Tokenizer.load(path), path
+    return out
+
+
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
     """kind -> (HF tokenizer as read back from its file, ours loaded from the same file)."""
-    out = _Saved()
-    for name, make in KINDS.items():
-        path = tmp_path_factory.mktemp("hf") / "tokenizer.json"
-        make().save(str(path))
-        out[name] = tokenizers.Tokenizer.from_file(str(path)), bpe.Tokenizer.load(str(path))
-    return out
+    return _Saved({name: (hf, ours) for name, (hf, ours, _) in _save_kinds(KINDS, tmp_path_factory).items()})
 
 
 def held_out() -> list[str]:
@@ -388,12 +393,7 @@ NFC_KINDS = {
 
 @pytest.fixture(scope="module")
 def nfc_saved(tmp_path_factory):
-    out = _Saved()
-    for name, make in NFC_KINDS.items():
-        path = tmp_path_factory.mktemp("nfc") / "tokenizer.json"
-        make().save(str(path))
-        out[name] = tokenizers.Tokenizer.from_file(str(path)), bpe.Tokenizer.load(str(path)), str(path)
-    return out
+    return _save_kinds(NFC_KINDS, tmp_path_factory)
 
 
 @pytest.mark.parametrize("kind", NFC_KINDS)

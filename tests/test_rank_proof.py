@@ -10,27 +10,13 @@ from hypothesis import strategies as st
 import bpe
 from bpe import engines, reference
 from bpe.decoder import vocabulary_bytes
+from tests.helpers import untrained_merges
 
 tiktoken = pytest.importorskip("tiktoken")
 
 
-def _merges(rng, alphabet: bytes, count: int) -> list[tuple[int, int]]:
-    """Random merges over ``alphabet`` with unique token bytes (tiktoken needs them)."""
-    spelled = [bytes([b]) for b in range(256)]
-    tokens = list(alphabet)
-    merges = []
-    for _ in range(count):
-        left, right = rng.choice(tokens), rng.choice(tokens)
-        if spelled[left] + spelled[right] in spelled:
-            continue
-        merges.append((left, right))
-        spelled.append(spelled[left] + spelled[right])
-        tokens.append(len(spelled) - 1)
-    return merges
-
-
 merge_lists = st.builds(
-    _merges, st.randoms(use_true_random=False), st.sampled_from([b"ab", b"abc", b"a\x00b", "é中".encode()]),
+    untrained_merges, st.randoms(use_true_random=False), st.sampled_from([b"ab", b"abc", b"a\x00b", "é中".encode()]),
     st.integers(0, 60),
 )
 
