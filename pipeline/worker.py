@@ -40,7 +40,7 @@ import sys
 logging.getLogger().addHandler(logging.NullHandler())
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-from pipeline import beam_import  # noqa: E402
+from pipeline import beam_import, warm_workers  # noqa: E402
 
 beam_import.import_beam(for_good=True)  # after the handler, on purpose
 from apache_beam.runners.worker import sdk_worker_main  # noqa: E402
@@ -72,7 +72,7 @@ def _wait_for_job(ahead: str) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--warm"]:
+    if sys.argv[1:2] == [warm_workers.WARM_FLAG]:
         _wait_for_job(sys.argv[2])
         sys.argv[1:] = []
     sdk_worker_main.main(sys.argv)  # an error raises here and exits the usual way
