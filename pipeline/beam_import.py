@@ -34,8 +34,11 @@ def import_beam(for_good: bool = False) -> None:
     """Imports ``apache_beam`` without pandas, unless either is already imported.
 
     Args:
-      for_good: keep ``import pandas`` failing afterwards too (a worker process).
+      for_good: keep ``import pandas`` failing afterwards too (a worker process;
+        also when Beam is imported already, as in a worker forked from the command).
     """
+    if for_good:
+        _keep_pandas_out()
     if "apache_beam" in sys.modules or "pandas" in sys.modules:
         return
     refuse = _NoPandas()
@@ -43,5 +46,10 @@ def import_beam(for_good: bool = False) -> None:
     try:
         import apache_beam  # noqa: F401
     finally:
-        if not for_good:
-            sys.meta_path.remove(refuse)
+        sys.meta_path.remove(refuse)
+
+
+def _keep_pandas_out() -> None:
+    """From now on, ``import pandas`` fails in this process (unless pandas is imported already)."""
+    if "pandas" not in sys.modules and not any(isinstance(finder, _NoPandas) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _NoPandas())

@@ -22,6 +22,7 @@ import argparse
 import difflib
 import importlib
 import logging
+import os
 import signal
 import sys
 
@@ -63,11 +64,26 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
-    if argv is None and sys.argv[1:2] and sys.argv[1] in WORKER_MODULES:
-        # The command line's job gets workers started now, before Beam is imported here.
-        warm_workers.start_for(sys.argv[1:], WORKER_MODULES[sys.argv[1]])
+    """Runs the command of ``argv`` (the command line's when None) and returns its exit code.
+
+    On the command line the process then ends at once: the command's output is
+    written and published, its workers have ended, and what is left is the
+    interpreter freeing every object and Beam's idle runner threads.
+    """
+    code = _main(argv)
+    if argv is None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
     quiet_beam_import_noise()
     beam_import.import_beam()
+    if argv is None and sys.argv[1:2] and sys.argv[1] in WORKER_MODULES:
+        # The command line's job gets its workers now, before this process starts a thread.
+        warm_workers.start_for(sys.argv[1:], WORKER_MODULES[sys.argv[1]])
     # Imported after the lines above: these import Beam.
     from pipeline.resume import interrupting_signal, sigterm_as_interrupt
     from pipeline.stopping import exit_now

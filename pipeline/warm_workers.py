@@ -11,18 +11,24 @@ that while the driver does its own start-up (imports, tokenizer, checks,
 pipeline construction), and the runner hands each one the connection details
 of the job instead of starting a new process (``pipeline.runners``).
 
-A warm worker is ``python -m pipeline.worker --warm JSON``: it imports the
-modules the JSON names and reads its tokenizer files (``bpe.preloaded``; the
-values of ``--tokenizer`` and ``--tokenizer-preset``), then waits for one line
-on its stdin, the environment Beam gives its
-workers (the addresses of the runner's control and logging services, the
-pipeline options), and from there runs as Beam's own worker. End of input
-without that line (the command ended before its job, or started none) ends it
-quietly; workers not taken are ended when the command returns (``discard``).
-When the pool has
-no worker left (a second job, or a guess below that was too low) the runner
-starts one the usual way, so the pool changes when workers start, never what
-they do.
+A warm worker holds the modules its job's steps need and reads its tokenizer
+files (``bpe.preloaded``; the values of ``--tokenizer`` and
+``--tokenizer-preset``), then waits for one line on its input, the environment
+Beam gives its workers (the addresses of the runner's control and logging
+services, the pipeline options), and from there runs as Beam's own worker
+(``pipeline.worker``). End of input without that line (the command ended before
+its job, or started none) ends it quietly; workers not taken are ended when the
+command returns (``discard``). When the pool has no worker left (a second job,
+or a guess below that was too low) the runner starts one the usual way, so the
+pool changes when workers start, never what they do.
+
+Where it comes from: ``start_for``, which the command line calls once, right
+after it has imported Beam and before it has started a thread or a job, makes
+each worker a copy of its own process (``os.fork``, on Linux) with the modules
+imported once, there, instead of once per process; a copy starts at once and
+shares the parent's memory pages until it writes to them. ``start``, and
+``start_for`` on other systems, starts ``python -m pipeline.worker --warm JSON``
+instead, which imports the modules itself.
 
 How many: ``start_for`` reads the Beam flags of the command line itself,
 because Beam's own parsing comes only after Beam is imported. It starts none
@@ -34,8 +40,11 @@ says (0: one per core).
 from __future__ import annotations
 
 import atexit
+import contextlib
+import importlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from typing import Mapping, Sequence
@@ -45,7 +54,40 @@ __all__ = ["WARM_FLAG", "direct_workers", "discard", "start", "start_for", "take
 WARM_FLAG = "--warm"
 _DIRECT_RUNNERS = {"directrunner", "direct", "switchingdirectrunner", "fnapirunner"}
 
-_idle: list[subprocess.Popen] = []
+_idle: list = []  # subprocess.Popen, or _Forked: the same interface
+
+
+class _Forked:
+    """A worker forked from this process, with the part of ``subprocess.Popen`` the runner uses."""
+
+    def __init__(self, pid: int, stdin):
+        self.pid = pid
+        self.stdin = stdin
+        self.returncode: int | None = None
+
+    def _reap(self, flags: int) -> None:
+        try:
+            pid, status = os.waitpid(self.pid, flags)
+        except ChildProcessError:  # reaped already (pipeline.stopping ends every child at once)
+            self.returncode = -signal.SIGKILL
+            return
+        if pid:
+            self.returncode = os.waitstatus_to_exitcode(status)
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self._reap(os.WNOHANG)
+        return self.returncode
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            self._reap(0)
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
 
 
 def _flag_values(argv: Sequence[str], name: str) -> list[str]:
@@ -87,10 +129,47 @@ def start(count: int, modules: Sequence[str] = (), tokenizers: Sequence[tuple[st
 
 def start_for(argv: Sequence[str], modules: Sequence[str] = ()) -> None:
     """Starts the warm workers the job of this command line will use (``direct_workers``),
-    reading its ``--tokenizer`` files as the job will name them (local paths made absolute)."""
+    reading its ``--tokenizer`` files as the job will name them (local paths made absolute).
+
+    Called once by the command line, before this process starts a thread: on
+    Linux the workers are copies of it (``os.fork``), with ``modules`` imported
+    here first.
+    """
     preset = (_flag_values(argv, "--tokenizer-preset") or [None])[-1]
-    tokenizers = [(_job_path(path), preset) for path in _flag_values(argv, "--tokenizer")]
-    start(direct_workers(argv), modules, [pair for pair in tokenizers if pair[0] is not None])
+    tokenizers = [pair for pair in ((_job_path(path), preset) for path in _flag_values(argv, "--tokenizer"))
+                  if pair[0] is not None]
+    count = direct_workers(argv)
+    if not count or not sys.platform.startswith("linux"):
+        start(count, modules, tokenizers)
+        return
+    from pipeline import worker
+
+    for module in modules:
+        with contextlib.suppress(Exception):  # the job imports what it needs again, and fails there if it must
+            importlib.import_module(module)
+    worker.import_ahead()
+    for _ in range(count):
+        _idle.append(_fork(tokenizers))
+
+
+def _fork(tokenizers: Sequence[tuple[str, str | None]]) -> _Forked:
+    """A copy of this process that becomes a warm worker (``pipeline.worker.run_forked``)."""
+    job_input, ours = os.pipe()
+    sys.stdout.flush()  # or the copy would print what is still buffered again
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(ours)
+            for process in _idle:  # the input of the workers forked before this one is not the copy's
+                os.close(process.stdin.fileno())
+            from pipeline import worker
+
+            worker.run_forked(job_input, tokenizers)
+        finally:
+            os._exit(1)  # never back into the command's code
+    os.close(job_input)
+    return _Forked(pid, os.fdopen(ours, "wb"))
 
 
 def _job_path(path: str) -> str | None:

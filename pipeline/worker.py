@@ -2,12 +2,13 @@
 
     python -m pipeline.worker                      # what the runner starts, once per worker process
     python -m pipeline.worker --warm JSON          # started early (pipeline.warm_workers)
+    worker.run_forked(job_input, tokenizers)       # in a copy of the command (pipeline.warm_workers)
 
-Warm: the process imports the modules its job's steps need and reads their
-tokenizers (``bpe.preloaded``), then waits for
-the environment Beam gives a worker, as one line of JSON on stdin, and runs
-with it as above (``pipeline.warm_workers``). It ends quietly if its input ends
-first.
+Warm: the process imports the modules its job's steps need (a copy of the
+command's process has them already) and reads their tokenizers
+(``bpe.preloaded``), then waits for the environment Beam gives a worker, as one
+line of JSON on its input, and runs with it as above (``pipeline.warm_workers``).
+It ends quietly if its input ends first.
 
 Quiet: a worker sends its log records to the runner, which shows the ones that
 matter (errors; see ``pipeline.runners``). But importing Beam logs a warning
@@ -36,15 +37,69 @@ import logging
 import os
 import signal
 import sys
+import traceback
+from typing import NoReturn, Sequence
 
-logging.getLogger().addHandler(logging.NullHandler())
-signal.signal(signal.SIGINT, signal.SIG_IGN)
+from pipeline import beam_import, warm_workers
 
-from pipeline import beam_import, warm_workers  # noqa: E402
 
-beam_import.import_beam(for_good=True)  # after the handler, on purpose
-from apache_beam.runners.worker import sdk_worker_main  # noqa: E402
+def settle() -> None:
+    """What a worker process does first: no terminal output but tracebacks, no Ctrl-C,
+    Beam imported without pandas for good (see the module's docstring)."""
+    logging.getLogger().handlers[:] = [logging.NullHandler()]  # before Beam's import, on purpose
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    beam_import.import_beam(for_good=True)
 
+
+def import_ahead() -> None:
+    """Imports Beam's worker, as a process about to fork warm workers does."""
+    from apache_beam.runners.worker import sdk_worker_main  # noqa: F401
+
+
+def _preload(tokenizers: Sequence[Sequence]) -> None:
+    if tokenizers:
+        from bpe import preloaded
+
+        for path, preset in tokenizers:
+            preloaded.load(path, preset)
+
+
+def _take_environment(job_input) -> None:
+    """Reads the job's environment, one line of JSON, from ``job_input`` (exits when it
+    ends first) and makes it this process's; stdin becomes empty."""
+    line = job_input.readline()
+    if not line:
+        os._exit(0)
+    environment = json.loads(line)
+    os.environ.clear()
+    os.environ.update(environment)
+    stdin = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(stdin, 0)
+
+
+def _run_beam_worker() -> NoReturn:
+    from apache_beam.runners.worker import sdk_worker_main
+
+    sdk_worker_main.main([])  # an error raises here and exits the usual way
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def run_forked(job_input: int, tokenizers: Sequence[Sequence]) -> NoReturn:
+    """Runs a warm worker in a copy of the command's process (``pipeline.warm_workers``):
+    reads ``tokenizers``, takes the job's environment from the pipe ``job_input``, runs
+    Beam's worker, and never returns."""
+    try:
+        settle()
+        _preload(tokenizers)
+        with os.fdopen(job_input, "rb") as lines:
+            _take_environment(lines)
+        _run_beam_worker()
+    except BaseException:  # noqa: BLE001 - a copy of the command must not go on as the command
+        traceback.print_exc()
+        sys.stderr.flush()
+    os._exit(1)
 
 
 def _wait_for_job(ahead: str) -> None:
@@ -56,26 +111,12 @@ def _wait_for_job(ahead: str) -> None:
             importlib.import_module(module)
         except Exception:  # noqa: BLE001 - the job imports what it needs again, and fails there if it must
             pass
-    if ahead["tokenizers"]:
-        from bpe import preloaded
-
-        for path, preset in ahead["tokenizers"]:
-            preloaded.load(path, preset)
-    line = sys.stdin.buffer.readline()
-    if not line:
-        os._exit(0)
-    environment = json.loads(line)
-    os.environ.clear()
-    os.environ.update(environment)
-    stdin = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(stdin, 0)
+    _preload(ahead["tokenizers"])
+    _take_environment(sys.stdin.buffer)
 
 
 if __name__ == "__main__":
+    settle()
     if sys.argv[1:2] == [warm_workers.WARM_FLAG]:
         _wait_for_job(sys.argv[2])
-        sys.argv[1:] = []
-    sdk_worker_main.main(sys.argv)  # an error raises here and exits the usual way
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    _run_beam_worker()

@@ -3,8 +3,10 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import apache_beam as beam
 import pytest
@@ -103,7 +105,8 @@ def test_workers_no_job_takes_end_with_the_command_or_when_their_input_ends():
 
 
 def _warm_processes(marker: str) -> list[int]:
-    """The processes whose command line is a warm worker's naming ``marker`` (a path)."""
+    """The processes whose command line names ``marker`` (a path): a started warm worker
+    names it in its JSON, a forked one has the command's own command line."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -112,7 +115,7 @@ def _warm_processes(marker: str) -> list[int]:
                     cmdline = f.read()
             except OSError:
                 continue
-            if b"pipeline.worker\0--warm" in cmdline and marker.encode() in cmdline:
+            if marker.encode() in cmdline:
                 found.append(int(entry))
     return found
 
@@ -140,6 +143,27 @@ def test_a_command_that_fails_before_its_job_ends_its_warm_workers(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("beam-bpe encode: error:"), proc.stderr
     assert _warm_processes(missing) == []
+
+
+def test_forked_workers_whose_command_is_killed_end_by_themselves(tmp_path):
+    marker = str(tmp_path / "marker-tokenizer")
+    code = (
+        "import os, signal, sys\n"
+        "from pipeline import beam_import, warm_workers\n"
+        "beam_import.import_beam()\n"
+        f"warm_workers.start_for(['encode', '--tokenizer', {marker!r}, '--direct_num_workers=2'], ['transforms.read'])\n"
+        "print(' '.join(str(process.pid) for process in warm_workers._idle), flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, marker], env={**os.environ, "PYTHONPATH": ROOT}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    forked = [int(pid) for pid in proc.stdout.split()]
+    assert len(forked) == 2
+    deadline = time.monotonic() + 60
+    while any(os.path.exists(f"/proc/{pid}") for pid in forked) and time.monotonic() < deadline:
+        time.sleep(0.1)  # their input ends with the command: they exit (init reaps them)
+    assert not any(os.path.exists(f"/proc/{pid}") for pid in forked)
 
 
 # --- bpe.preloaded ---------------------------------------------------------------
@@ -228,39 +252,58 @@ def test_beam_is_imported_without_pandas_and_pandas_imports_afterwards():
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
 
 
-def test_the_worker_process_does_not_import_pandas():
+@pytest.mark.parametrize("beam_first", [False, True], ids=["started", "forked from the command"])
+def test_a_worker_process_does_not_import_pandas(beam_first):
     pytest.importorskip("pandas")
     code = (
-        "import runpy, sys\n"
-        "sys.argv = ['pipeline.worker']\n"
-        "import pipeline.worker\n"  # the module body runs up to its __main__ block
+        "import sys\n"
+        + ("from pipeline import beam_import; beam_import.import_beam()\n" if beam_first else "")
+        + "from pipeline import worker\n"
+        "worker.settle()\n"
         "import pyarrow as pa\n"
         "pa.array(['an id', 'another'], type=pa.string())\n"  # where pyarrow would look for pandas
-        "print('pandas' in sys.modules and sys.modules['pandas'] is not None)\n"
+        "print('apache_beam' in sys.modules, 'pandas' in sys.modules and sys.modules['pandas'] is not None)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": ROOT}, cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
-    assert proc.stdout.strip() == "False", proc.stderr[-2000:]
+    assert proc.stdout.strip() == "True False", proc.stderr[-2000:]
 
 
-def test_the_command_line_starts_warm_workers_and_ends_the_ones_no_job_took(tmp_path, monkeypatch):
+def test_the_command_line_forks_warm_workers_and_ends_the_ones_no_job_took(tmp_path, monkeypatch):
+    missing = str(tmp_path / "missing-tokenizer")
+    argv = ["beam-bpe", "encode", "--tokenizer", missing, "--input", missing, "--output", str(tmp_path / "out"),
+            "--direct_num_workers=2"]
+    # The command line's own process: the workers are copies of it, and it ends with os._exit.
+    code = (
+        "import json, os, sys\n"
+        "from pipeline import cli, warm_workers\n"
+        "forked, real_fork, real_discard = [], warm_workers._fork, warm_workers.discard\n"
+        "def fork(tokenizers):\n"
+        "    process = real_fork(tokenizers)\n"
+        "    forked.append(process.pid)\n"
+        "    return process\n"
+        "def discard():\n"
+        "    real_discard()\n"
+        "    alive = [pid for pid in forked if os.path.exists(f'/proc/{pid}')]\n"
+        "    print(json.dumps({'forked': forked, 'alive': alive, 'parent': os.getpid()}), flush=True)\n"
+        "warm_workers._fork, warm_workers.discard = fork, discard\n"
+        f"sys.argv = {argv!r}\n"
+        "cli.main()\n"
+        "print('not reached')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": ROOT}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "error:" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    assert len(report["forked"]) == 2 and report["parent"] not in report["forked"]
+    assert report["alive"] == []
+    assert "not reached" not in proc.stdout
+
     from pipeline import cli
 
     started = []
-    real_start = warm_workers.start
-
-    def start(count, modules=(), tokenizers=()):
-        real_start(count, modules, tokenizers)
-        started.extend(warm_workers._idle)
-
-    monkeypatch.setattr(warm_workers, "start", start)
-    missing = str(tmp_path / "missing-tokenizer")
-    monkeypatch.setattr(sys, "argv", ["beam-bpe", "encode", "--tokenizer", missing, "--input", missing,
-                                      "--output", str(tmp_path / "out"), "--direct_num_workers=2"])
-    assert cli.main() == 2
-    assert len(started) == 2
-    assert warm_workers._idle == []
-    assert all(process.poll() is not None for process in started)
+    monkeypatch.setattr(warm_workers, "start_for", lambda *args: started.append(args))
     # Called with its arguments (from Python, as the tests do), the command starts none.
     started.clear()
     assert cli.main(["encode", "--tokenizer", missing, "--input", missing, "--output", str(tmp_path / "out"),
