@@ -3,10 +3,11 @@
     preloaded.load(path, preset)                                          # ahead of the job
     tokenizer = preloaded.take(path, preset, proof) or Tokenizer.load(...)  # in the job's step
 
-A warm Beam worker (``pipeline.warm_workers``) reads the job's tokenizer files
-while it waits for the job, and builds each one's engine when the proof cache
-(``bpe.proof_cache``) already holds its proof, so a step's setup finds the
-tokenizer ready. Each one is taken once, and only with the proof its engine
+The command line reads the job's tokenizer files before it makes its warm Beam
+workers (``pipeline.warm_workers``; a worker started as a new process reads
+them while it waits for the job), and builds each one's engine when the proof
+cache (``bpe.proof_cache``) already holds its proof, so a step's setup finds
+the tokenizer ready, and so does the command's own check of its flags. Each one is taken once, and only with the proof its engine
 was built from (or any, when none was built); a second taker reads its own. Taking
 changes nothing a step checks: it still holds the tokenizer against the job's
 proof (``Tokenizer.use_proof``, by SHA-256), so a file changed after the worker
@@ -40,10 +41,11 @@ def load(path: str, preset: str | None = None) -> None:
     _kept[(path, preset)] = (tokenizer, proof)
 
 
-def take(path: str, preset: str | None, proof: EngineProof) -> Tokenizer | None:
+def take(path: str, preset: str | None, proof: EngineProof | None = None) -> Tokenizer | None:
     """The tokenizer ``load`` kept for (path, preset), once, unless its engine was built
-    from another proof than ``proof``; None if there is none."""
+    from another proof than ``proof`` (any, when None: a taker that finds or makes the
+    proof itself next); None if there is none."""
     tokenizer, built_from = _kept.pop((path, preset), (None, None))
-    if built_from is not None and built_from != proof:
+    if proof is not None and built_from is not None and built_from != proof:
         return None
     return tokenizer

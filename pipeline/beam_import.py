@@ -1,4 +1,4 @@
-"""Importing Apache Beam without pandas, which no step of beam-bpe uses.
+"""Importing Apache Beam without pandas and the optional IOs no step of beam-bpe uses.
 
     beam_import.import_beam()                 # first thing in the CLI
     beam_import.import_beam(for_good=True)    # first thing in a worker process
@@ -12,6 +12,11 @@ Beam is imported, ``import pandas`` fails as if pandas were not installed
 (Beam then skips the conversions, as it does without pandas); afterwards the
 driver may import pandas as usual, while a worker process, which runs nothing
 but our steps, keeps it out for good (pyarrow then skips its check).
+
+The same holds, while Beam is imported, for two optional connectors Beam
+imports only to offer them in ``apache_beam.io`` and skips when their
+libraries are missing: MongoDB (``pymongo``) and BigQuery (with Pub/Sub,
+which Beam imports after it). Both remain importable afterwards.
 """
 
 from __future__ import annotations
@@ -21,12 +26,18 @@ import sys
 __all__ = ["import_beam"]
 
 
-class _NoPandas:
-    """An import finder that refuses pandas, as if it were not installed."""
+_UNUSED_CONNECTORS = ("pymongo", "apache_beam.io.gcp.bigquery")
+
+
+class _Refuse:
+    """An import finder that refuses the ``packages``, as if they were not installed."""
+
+    def __init__(self, *packages: str):
+        self.packages = packages
 
     def find_spec(self, name, path=None, target=None):
-        if name == "pandas" or name.startswith("pandas."):
-            raise ImportError("pandas is kept out of this process (pipeline.beam_import)", name=name)
+        if any(name == package or name.startswith(package + ".") for package in self.packages):
+            raise ImportError(f"{name} is kept out of this process (pipeline.beam_import)", name=name)
         return None
 
 
@@ -41,7 +52,7 @@ def import_beam(for_good: bool = False) -> None:
         _keep_pandas_out()
     if "apache_beam" in sys.modules or "pandas" in sys.modules:
         return
-    refuse = _NoPandas()
+    refuse = _Refuse("pandas", *_UNUSED_CONNECTORS)
     sys.meta_path.insert(0, refuse)
     try:
         import apache_beam  # noqa: F401
@@ -51,5 +62,6 @@ def import_beam(for_good: bool = False) -> None:
 
 def _keep_pandas_out() -> None:
     """From now on, ``import pandas`` fails in this process (unless pandas is imported already)."""
-    if "pandas" not in sys.modules and not any(isinstance(finder, _NoPandas) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _NoPandas())
+    if "pandas" not in sys.modules and not any(isinstance(finder, _Refuse) and finder.packages == ("pandas",)
+                                               for finder in sys.meta_path):
+        sys.meta_path.insert(0, _Refuse("pandas"))

@@ -48,12 +48,17 @@ WORKER_MODULES = {
 }
 
 
+# Beam's warnings at import time that optional connectors' libraries are missing
+# (Google Cloud's clients; MongoDB's, which pipeline.beam_import keeps out).
+_IMPORT_NOISE = ("apitools not found", "Could not find a compatible bson package")
+
+
 def quiet_beam_import_noise() -> None:
-    """Beam warns at import time that optional Google Cloud clients are missing,
-    which is noise for anyone not reading BigQuery; everything else still shows."""
+    """Keeps Beam's import-time warnings about connectors no step uses off the terminal;
+    everything else still shows."""
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
     for handler in logging.getLogger().handlers:
-        handler.addFilter(lambda record: "apitools not found" not in record.getMessage())
+        handler.addFilter(lambda record: not any(noise in record.getMessage() for noise in _IMPORT_NOISE))
 
 
 class _Parser(argparse.ArgumentParser):

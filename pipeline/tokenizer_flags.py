@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 
+from bpe import preloaded
 from bpe.presets import ENCODINGS
 from bpe.tokenizer import Tokenizer, TokenizerFileError
+from pipeline import warm_workers
 from pipeline.errors import UserError
 
 
@@ -32,6 +34,10 @@ def load(args: argparse.Namespace, transport: dict | None = None) -> Tokenizer:
     """
     if args.tokenizer_preset is not None and args.tokenizer_preset not in ENCODINGS:
         raise UserError(f"unknown --tokenizer-preset {args.tokenizer_preset!r} (choose from {', '.join(ENCODINGS)})")
+    path = warm_workers.job_path(args.tokenizer)
+    read_ahead = preloaded.take(path, args.tokenizer_preset) if path is not None else None
+    if read_ahead is not None:  # by this command, an instant ago (pipeline.warm_workers)
+        return read_ahead
     try:
         return Tokenizer.load(args.tokenizer, transport, preset=args.tokenizer_preset)
     except TokenizerFileError as e:

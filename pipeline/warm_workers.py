@@ -49,7 +49,7 @@ import subprocess
 import sys
 from typing import Mapping, Sequence
 
-__all__ = ["WARM_FLAG", "direct_workers", "discard", "start", "start_for", "take"]
+__all__ = ["WARM_FLAG", "direct_workers", "discard", "job_path", "start", "start_for", "take"]
 
 WARM_FLAG = "--warm"
 _DIRECT_RUNNERS = {"directrunner", "direct", "switchingdirectrunner", "fnapirunner"}
@@ -133,26 +133,30 @@ def start_for(argv: Sequence[str], modules: Sequence[str] = ()) -> None:
 
     Called once by the command line, before this process starts a thread: on
     Linux the workers are copies of it (``os.fork``), with ``modules`` imported
-    here first.
+    and the tokenizers read here first (``bpe.preloaded``, where the command
+    takes its own too: ``job_path``).
     """
     preset = (_flag_values(argv, "--tokenizer-preset") or [None])[-1]
-    tokenizers = [pair for pair in ((_job_path(path), preset) for path in _flag_values(argv, "--tokenizer"))
+    tokenizers = [pair for pair in ((job_path(path), preset) for path in _flag_values(argv, "--tokenizer"))
                   if pair[0] is not None]
     count = direct_workers(argv)
     if not count or not sys.platform.startswith("linux"):
         start(count, modules, tokenizers)
         return
+    from bpe import preloaded
     from pipeline import worker
 
     for module in modules:
         with contextlib.suppress(Exception):  # the job imports what it needs again, and fails there if it must
             importlib.import_module(module)
     worker.import_ahead()
+    for path, preset in tokenizers:  # read once, here: each copy takes its own, and so does the command
+        preloaded.load(path, preset)
     for _ in range(count):
-        _idle.append(_fork(tokenizers))
+        _idle.append(_fork())
 
 
-def _fork(tokenizers: Sequence[tuple[str, str | None]]) -> _Forked:
+def _fork() -> _Forked:
     """A copy of this process that becomes a warm worker (``pipeline.worker.run_forked``)."""
     job_input, ours = os.pipe()
     sys.stdout.flush()  # or the copy would print what is still buffered again
@@ -165,14 +169,14 @@ def _fork(tokenizers: Sequence[tuple[str, str | None]]) -> _Forked:
                 os.close(process.stdin.fileno())
             from pipeline import worker
 
-            worker.run_forked(job_input, tokenizers)
+            worker.run_forked(job_input)
         finally:
             os._exit(1)  # never back into the command's code
     os.close(job_input)
     return _Forked(pid, os.fdopen(ours, "wb"))
 
 
-def _job_path(path: str) -> str | None:
+def job_path(path: str) -> str | None:
     """A local path as the drivers hand it to their jobs (``pipeline.outputs.absolute``); None for a URL."""
     path = path.removeprefix("file://")
     return None if "://" in path else os.path.abspath(path)

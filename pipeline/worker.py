@@ -2,7 +2,7 @@
 
     python -m pipeline.worker                      # what the runner starts, once per worker process
     python -m pipeline.worker --warm JSON          # started early (pipeline.warm_workers)
-    worker.run_forked(job_input, tokenizers)       # in a copy of the command (pipeline.warm_workers)
+    worker.run_forked(job_input)                   # in a copy of the command (pipeline.warm_workers)
 
 Warm: the process imports the modules its job's steps need (a copy of the
 command's process has them already) and reads their tokenizers
@@ -86,13 +86,12 @@ def _run_beam_worker() -> NoReturn:
     os._exit(0)
 
 
-def run_forked(job_input: int, tokenizers: Sequence[Sequence]) -> NoReturn:
-    """Runs a warm worker in a copy of the command's process (``pipeline.warm_workers``):
-    reads ``tokenizers``, takes the job's environment from the pipe ``job_input``, runs
-    Beam's worker, and never returns."""
+def run_forked(job_input: int) -> NoReturn:
+    """Runs a warm worker in a copy of the command's process (``pipeline.warm_workers``,
+    which has read the tokenizers): takes the job's environment from the pipe
+    ``job_input``, runs Beam's worker, and never returns."""
     try:
         settle()
-        _preload(tokenizers)
         with os.fdopen(job_input, "rb") as lines:
             _take_environment(lines)
         _run_beam_worker()

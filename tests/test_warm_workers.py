@@ -190,6 +190,21 @@ def test_a_preloaded_tokenizer_is_taken_once_with_its_engine_built(two_tokenizer
     assert preloaded.take(path, None, proof) is None  # once
 
 
+def test_the_command_takes_the_tokenizer_it_read_ahead_once(two_tokenizers, monkeypatch):
+    import argparse
+
+    from pipeline import tokenizer_flags
+
+    path, first, _ = two_tokenizers
+    preloaded.load(path)
+    kept, _ = preloaded._kept[(path, None)]
+    monkeypatch.chdir(os.path.dirname(path))
+    args = argparse.Namespace(tokenizer=os.path.basename(path), tokenizer_preset=None)  # as typed
+    assert tokenizer_flags.load(args) is kept
+    again = tokenizer_flags.load(args)
+    assert again is not kept and again.encode("the first") == first.encode("the first")
+
+
 def test_a_preloaded_tokenizer_built_from_another_proof_is_not_taken(two_tokenizers):
     path, _, _ = two_tokenizers
     proof = proof_cache.proven(bpe.Tokenizer.load(path))
@@ -234,14 +249,17 @@ def test_a_tokenizer_read_ahead_with_its_engine_is_not_mixed_with_the_new_file(t
 # --- pipeline.beam_import --------------------------------------------------------
 
 
-def test_beam_is_imported_without_pandas_and_pandas_imports_afterwards():
+def test_beam_is_imported_without_pandas_and_unused_connectors_which_import_afterwards():
     pytest.importorskip("pandas")
     code = (
         "import sys\n"
         "from pipeline import beam_import\n"
         "beam_import.import_beam()\n"
         "assert 'apache_beam' in sys.modules and 'pandas' not in sys.modules, sorted(sys.modules)[:5]\n"
-        "import pandas, apache_beam as beam\n"
+        "assert 'pymongo' not in sys.modules and 'apache_beam.io.gcp.bigquery' not in sys.modules\n"
+        "import pandas, pymongo, apache_beam as beam\n"
+        "from apache_beam.io.gcp import bigquery\n"
+        "assert hasattr(bigquery, 'ReadFromBigQuery') and hasattr(pymongo, 'MongoClient')\n"
         "assert pandas.DataFrame({'a': [1]}).shape == (1, 1)\n"
         "with beam.Pipeline() as p:\n"
         "    p | beam.Create([1, 2]) | beam.Map(lambda x: x)\n"
@@ -278,8 +296,8 @@ def test_the_command_line_forks_warm_workers_and_ends_the_ones_no_job_took(tmp_p
         "import json, os, sys\n"
         "from pipeline import cli, warm_workers\n"
         "forked, real_fork, real_discard = [], warm_workers._fork, warm_workers.discard\n"
-        "def fork(tokenizers):\n"
-        "    process = real_fork(tokenizers)\n"
+        "def fork():\n"
+        "    process = real_fork()\n"
         "    forked.append(process.pid)\n"
         "    return process\n"
         "def discard():\n"
