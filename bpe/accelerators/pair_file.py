@@ -28,8 +28,10 @@ def _byte_names() -> list[str]:
 
 def pair_rank_json(tokenizer, split_regex: str) -> str | None:
     """The file, or None when two tokens have the same bytes (a vocab cannot hold both)."""
-    byte_names = _byte_names()
-    names = ["".join(byte_names[b] for b in tokenizer.token_bytes(i)) for i in range(256 + len(tokenizer.merges))]
+    # Each byte b is the character chr(b) of a latin-1 decoding, then that character's name.
+    to_names = dict(enumerate(_byte_names()))
+    names = [tokenizer.token_bytes(i).decode("latin-1").translate(to_names)
+             for i in range(256 + len(tokenizer.merges))]
     vocab = {name: i for i, name in enumerate(names)}
     if len(vocab) != len(names):
         return None
