@@ -135,15 +135,21 @@ class Tokenizer:
         self.added_tokens = dict(added_tokens or {})
         self.bos_token, self.eos_token = bos_token, eos_token
         self._token_bytes = dict(token_bytes)  # ordinary tokens
-        table = dict(self._token_bytes)
-        for text, token_id in {**self.added_tokens, **self.special_tokens}.items():
-            table[token_id] = text.encode("utf-8")
-        self.vocab_size = max(table) + 1
+        self.vocab_size = max([*self._token_bytes, *self.added_tokens.values(), *self.special_tokens.values()]) + 1
         self._sha256: str | None = None  # of the file it was loaded from, else computed when asked
         self._file_text = file_text  # a foreign file's own bytes, which ``save`` writes back
         self._encoder = encoder
-        self._decoder = Decoder(table, self.special_tokens.values())
+        self._decoder_made: Decoder | None = None  # made when first asked: an encoding worker never is
         self._engine: engines.Engine | None = None  # decided once, by the first of engine / use_proof
+
+    def _decoder(self) -> Decoder:
+        """The lookup table of every token's bytes, special and added tokens included."""
+        if self._decoder_made is None:
+            table = dict(self._token_bytes)
+            for text, token_id in {**self.added_tokens, **self.special_tokens}.items():
+                table[token_id] = text.encode("utf-8")
+            self._decoder_made = Decoder(table, self.special_tokens.values())
+        return self._decoder_made
 
     @property
     def sha256(self) -> str:
@@ -301,19 +307,19 @@ class Tokenizer:
     # -- decoding -------------------------------------------------------------
 
     def token_bytes(self, token_id: int) -> bytes:
-        return self._decoder.decode_bytes((token_id,))
+        return self._decoder().decode_bytes((token_id,))
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The exact bytes the IDs stand for; out-of-range IDs raise ValueError."""
-        return self._decoder.decode_bytes(ids)
+        return self._decoder().decode_bytes(ids)
 
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         """IDs to text; invalid UTF-8 becomes U+FFFD, or raises with errors="strict"."""
-        return self._decoder.decode(ids, errors)
+        return self._decoder().decode(ids, errors)
 
     def stream_decoder(self, skip_special_tokens: bool = False, errors: str = "replace") -> StreamDecoder:
         """A decoder for IDs that arrive one at a time (``step``, ``feed``, ``flush``, ``prefill``)."""
-        return self._decoder.stream(skip_special_tokens, errors)
+        return self._decoder().stream(skip_special_tokens, errors)
 
     # -- files ----------------------------------------------------------------
 
