@@ -1,15 +1,15 @@
-"""Beam worker processes started at the command's beginning, ready when its job starts.
+"""Beam worker processes made at the command's beginning, ready when its job starts.
 
-    warm_workers.start_for(argv, modules)   # in the CLI, before Beam is imported
+    warm_workers.start_for(argv, modules)   # in the CLI, once Beam is imported
     ...                                     # the driver loads, checks, builds the job
     process = warm_workers.take(env)        # the runner, for each worker the job needs
 
 A DirectRunner job in multi_processing mode starts its worker processes when
 its first stage runs, and the driver then waits while each one imports Beam,
-pyarrow and our transforms. Started as the command begins, they import all of
-that while the driver does its own start-up (imports, tokenizer, checks,
-pipeline construction), and the runner hands each one the connection details
-of the job instead of starting a new process (``pipeline.runners``).
+pyarrow and our transforms. Made as the command begins, they are ready while
+the driver does the rest of its start-up (tokenizer, checks, pipeline
+construction), and the runner hands each one the connection details of the
+job instead of starting a new process (``pipeline.runners``).
 
 A warm worker holds the modules its job's steps need and reads its tokenizer
 files (``bpe.preloaded``; the values of ``--tokenizer`` and
