@@ -149,16 +149,18 @@ class _SegmentFn(beam.DoFn):
 
 
 class _FinishFn(beam.DoFn):
-    """The merged Figures and the tables of the sample's parts -> the JSON-able measures, with
-    the sample's segmentation, the visualizer's documents and the IDs of the check texts."""
+    """Once: the merged Figures (none for no documents) and the tables of the sample's parts ->
+    the JSON-able measures, with the sample's segmentation, the visualizer's documents and the
+    IDs of the check texts."""
 
-    def __init__(self, tokenizers: _Tokenizers, check_texts: Sequence[str]):
-        self._spec, self._check_texts = tokenizers, list(check_texts)
+    def __init__(self, tokenizers: _Tokenizers, check_texts: Sequence[str], vocab_sizes: Sequence[int]):
+        self._spec, self._check_texts, self._vocab_sizes = tokenizers, list(check_texts), list(vocab_sizes)
 
     def setup(self):
         self._tokenizers = self._spec.load()
 
-    def process(self, figures: Figures, segmented: Sequence[tuple[int, np.ndarray]]):
+    def process(self, _, merged: Sequence[Figures], segmented: Sequence[tuple[int, np.ndarray]]):
+        figures = merged[0] if merged else Figures.empty(self._vocab_sizes)
         measures = figures_to_json(figures)
         measures["segmentation"] = segmentation_tables(len(self._tokenizers), segmented).tolist()
         measures["visualizer"] = visualizer_documents(figures.sample, self._tokenizers)
@@ -283,6 +285,7 @@ class MeasureTokenizers(beam.PTransform):
             )
             | "Measure" >> beam.ParDo(_MeasureBatchFn(tokenizers, self.source_field, self.sample_documents))
             | "Merge" >> beam.CombineGlobally(_MergeFiguresFn(self._vocab_sizes, self.sample_documents))
+            .without_defaults()
         )
         segmented = (
             merged
@@ -290,4 +293,12 @@ class MeasureTokenizers(beam.PTransform):
             | "Spread" >> beam.Reshuffle()
             | "Segment" >> beam.ParDo(_SegmentFn(tokenizers))
         )
-        return merged | "Finish" >> beam.ParDo(_FinishFn(tokenizers, self.check_texts), beam.pvalue.AsList(segmented))
+        # One Finish, also without documents (when nothing is merged).
+        return (
+            documents.pipeline
+            | "Once" >> beam.Impulse()
+            | "Finish" >> beam.ParDo(
+                _FinishFn(tokenizers, self.check_texts, self._vocab_sizes),
+                beam.pvalue.AsList(merged), beam.pvalue.AsList(segmented),
+            )
+        )
