@@ -181,6 +181,21 @@ def test_tokens_whose_bytes_alone_decide_their_class_have_it_in_the_table(tokeni
     assert {"around", "Latin", "Cyrillic", "Arabic", "whitespace", "punctuation", "digits"} <= kinds
 
 
+def test_token_kinds_are_the_distinct_class_length_and_characters_of_the_known_tokens(tokenizer):
+    from transforms.report_tokens import MeasuredTokenizer
+
+    measured = MeasuredTokenizer(tokenizer)
+    n_kinds = len(measured.kind_classes)
+    known = measured.classes >= 0
+    assert np.array_equal(measured.kinds == n_kinds, ~known)
+    kind = measured.kinds[known]
+    assert np.array_equal(measured.kind_classes[kind], measured.classes[known])
+    assert np.array_equal(measured.kind_lengths[kind], measured.lengths[known])
+    assert np.array_equal(measured.kind_characters[kind], measured.characters[known])
+    triples = set(zip(measured.kind_classes.tolist(), measured.kind_lengths.tolist(), measured.kind_characters.tolist()))
+    assert len(triples) == n_kinds == len(set(kind.tolist())) < known.sum()
+
+
 def test_text_span_classes_equal_class_of_span_of_classify():
     from transforms.report_tokens import text_span_classes
 

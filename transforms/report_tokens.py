@@ -31,6 +31,10 @@ class MeasuredTokenizer:
       classes: int64 [vocab_size], each token's class (``bpe.scripts.class_of_span``
         of its characters), or -1 where the text around it decides.
       characters: int64 [vocab_size], each token's characters where ``classes`` is known.
+      kinds: int64 [vocab_size], each token's kind: the index of its (class, length,
+        characters) among those of the tokens whose class is known, or ``len(kind_classes)``
+        where it is not; a batch's tokens are counted per kind, and kinds are few.
+      kind_classes, kind_lengths, kind_characters: int64 per kind, its class, length and characters.
 
     Args:
       tokenizer: the tokenizer.
@@ -43,6 +47,12 @@ class MeasuredTokenizer:
         self.vocab_size = tokenizer.vocab_size
         self.lengths = token_lengths(tokenizer)
         self.classes, self.characters = _self_contained(tokenizer)
+        known = np.flatnonzero(self.classes >= 0)
+        triples = np.stack([self.classes[known], self.lengths[known], self.characters[known]])
+        unique, inverse = np.unique(triples, axis=1, return_inverse=True)
+        self.kind_classes, self.kind_lengths, self.kind_characters = unique
+        self.kinds = np.full(self.vocab_size, unique.shape[1], dtype=np.int64)
+        self.kinds[known] = inverse.reshape(-1)
         self._engine = engine or tokenizer.engine
 
     def encode(self, data: bytes) -> np.ndarray:
