@@ -161,8 +161,8 @@ class _Batch:
         self.size = sum(len(data) for data in datas)
         self.char_starts = None
         if self.size != n and valid:  # character starts are the bytes that are not 10xxxxxx
-            raw = np.frombuffer(b"".join(datas), dtype=np.uint8)
-            self.char_starts = np.append(np.flatnonzero((raw & 0xC0) != 0x80), self.size)
+            signed = np.frombuffer(b"".join(datas), dtype=np.int8)  # 10xxxxxx: -128..-65
+            self.char_starts = np.append(np.flatnonzero(signed >= -64), self.size)
         elif self.size != n:  # a lone surrogate stands for one invalid byte (surrogateescape)
             lengths = np.where(cps < 0x80, 1, np.where(cps < 0x800, 2, np.where(cps < 0x10000, 3, 4)))
             lengths[(cps >= 0xD800) & (cps < 0xE000)] = 1
@@ -175,21 +175,22 @@ class _Batch:
             return byte_positions
         return np.searchsorted(self.char_starts, byte_positions)
 
-    def class_at(self, byte_positions: np.ndarray) -> np.ndarray:
-        """The class of the character holding each byte."""
-        if self.char_starts is None:
-            return self.classes[byte_positions]
-        return self.classes[np.searchsorted(self.char_starts, byte_positions, side="right") - 1]
-
     def spans(self, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per byte span [start, end): its class (``_token_classes``), its characters
-        (those that start in it) and whether it is a byte-level fallback token."""
+        """Per byte span [start, end): its class (``bpe.scripts.class_of_span``: the class of the
+        character holding its last byte, unless whitespace, then of the one holding its first),
+        its characters (those that start in it) and whether it is a byte-level fallback token."""
         first, last = self._chars_before(starts), self._chars_before(ends)
         characters = last - first
         valid = characters if self.valid_before is None else self.valid_before[last] - self.valid_before[first]
         # A span ending inside a character does not hold that (last begun) character whole.
         inside = ends != (ends if self.char_starts is None else self.char_starts[last])
-        return _token_classes(self, starts, ends), characters, (valid - inside) <= 0
+        classes = self.classes[last - 1].astype(np.int64)  # the last character begun before the end
+        space = np.flatnonzero(classes == WHITESPACE)
+        holding = first[space]  # the character starting at the first byte, else the one before it
+        if self.char_starts is not None:
+            holding -= self.char_starts[holding] != starts[space]
+        classes[space] = self.classes[holding]
+        return classes, characters, (valid - inside) <= 0
 
 
 def _resolve_inherited(classes: np.ndarray, document_starts: np.ndarray) -> np.ndarray:
@@ -216,14 +217,6 @@ def _before(flags: np.ndarray) -> np.ndarray:
     out = np.zeros(len(flags) + 1, dtype=_positions(len(flags)))
     np.add.accumulate(flags.view(np.uint8), dtype=out.dtype, out=out[1:])
     return out
-
-
-def _token_classes(batch: _Batch, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """``bpe.scripts.class_of_span`` of every token: its last byte's class, unless whitespace."""
-    classes = batch.class_at(ends - 1).astype(np.int64)
-    space = np.flatnonzero(classes == WHITESPACE)
-    classes[space] = batch.class_at(starts[space])
-    return classes
 
 
 def span_classes(spans: Sequence[bytes]) -> np.ndarray:

@@ -27,7 +27,7 @@ class MeasuredTokenizer:
     follow from its ID. The measures look at the text around the others only.
 
     Attributes:
-      lengths: int64 [vocab_size], each token's length in bytes.
+      lengths: int32 [vocab_size], each token's length in bytes.
       classes: int64 [vocab_size], each token's class (``bpe.scripts.class_of_span``
         of its characters), or -1 where the text around it decides.
       characters: int64 [vocab_size], each token's characters where ``classes`` is known.
@@ -45,7 +45,7 @@ class MeasuredTokenizer:
     def __init__(self, tokenizer: Tokenizer, engine=None):
         self.tokenizer = tokenizer
         self.vocab_size = tokenizer.vocab_size
-        self.lengths = token_lengths(tokenizer)
+        self.lengths = token_lengths(tokenizer).astype(np.int32)
         self.classes, self.characters = _self_contained(tokenizer)
         known = np.flatnonzero(self.classes >= 0)
         triples = np.stack([self.classes[known], self.lengths[known], self.characters[known]])
