@@ -48,10 +48,12 @@ class MeasuredTokenizer:
         self.lengths = token_lengths(tokenizer).astype(np.int32)
         self.classes, self.characters = _self_contained(tokenizer)
         known = np.flatnonzero(self.classes >= 0)
-        triples = np.stack([self.classes[known], self.lengths[known], self.characters[known]])
-        unique, inverse = np.unique(triples, axis=1, return_inverse=True)
-        self.kind_classes, self.kind_lengths, self.kind_characters = unique
-        self.kinds = np.full(self.vocab_size, unique.shape[1], dtype=np.int64)
+        # (class, length, characters) as one number, in their order (characters <= length < m).
+        m = int(self.lengths.max(initial=0)) + 1
+        unique, inverse = np.unique((self.classes[known] * m + self.lengths[known]) * m + self.characters[known],
+                                    return_inverse=True)
+        self.kind_classes, self.kind_lengths, self.kind_characters = unique // (m * m), unique // m % m, unique % m
+        self.kinds = np.full(self.vocab_size, len(unique), dtype=np.int64)
         self.kinds[known] = inverse.reshape(-1)
         self._engine = engine or tokenizer.engine
 
