@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -27,7 +28,7 @@ from pipeline import outputs, progress
 from pipeline.errors import UserError
 from pipeline.report_json import build_report
 from pipeline.report_measures import read_measures, write_measures
-from pipeline.report_page import CHECK_TEXTS, render_page
+from pipeline.report_page import CHECK_TEXTS, live_patterns, render_page
 from pipeline.runners import describe_runner, new_pipeline, pipeline_options
 from transforms.dead_letters import WriteDeadLetters
 from transforms.read import FORMATS, ReadDocuments, match_inputs
@@ -87,13 +88,19 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     )
     _ = measures | "WriteMeasures" >> beam.Map(write_measures, staging)
     _ = read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(staging)
-    progress.Progress("report", "measure", files=args.files, enabled=not args.no_progress,
-                      every=args.progress_every).run(p)
+    with ThreadPoolExecutor(1) as pool:
+        # The page's patterns are translated while the job runs: the regex module, which
+        # matches every code point against them, lets other threads run meanwhile.
+        patterns = pool.submit(live_patterns, tokenizers)
+        progress.Progress("report", "measure", files=args.files, enabled=not args.no_progress,
+                          every=args.progress_every).run(p)
+        patterns = patterns.result()
 
     measures = read_measures(staging)
     dead_letters = len(outputs.read_dead_letters(staging))
     report = build_report(measures, tokenizers, tokenizer_paths, args.input, dead_letters, args.rare_below)
-    outputs.write_atomic(FileSystems.join(staging, PAGE_FILE), render_page(report, tokenizers, measures["checks"]))
+    page = render_page(report, tokenizers, measures["checks"], patterns)
+    outputs.write_atomic(FileSystems.join(staging, PAGE_FILE), page)
     output.publish(report)
     corpus = report["corpus"]
     summary = ", ".join(
