@@ -126,6 +126,7 @@ def classes_of(code_points: np.ndarray) -> np.ndarray:
     """``code_point_classes()`` at each of an array of code points, as uint8 (combining
     characters unresolved: ``INHERITED``). Only the code points met so far are looked
     up, once each, so a text in a few scripts never pays for the whole table."""
+    code_points = code_points.astype(np.intp, copy=False)  # indexing with intp is the fast path
     found = _known[code_points]
     missing = np.flatnonzero(found == _UNKNOWN)
     if len(missing):

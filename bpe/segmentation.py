@@ -250,7 +250,8 @@ def _fewest_to_end(starts: np.ndarray, stops: np.ndarray, ends: np.ndarray, size
     """
     order = np.argsort(stops, kind="stable")
     starts = starts[order]
-    first = np.searchsorted(stops[order], np.arange(size + 1))  # the edges into p: first[p]..first[p + 1]
+    first = np.zeros(size + 1, dtype=np.int64)  # the edges into p: first[p]..first[p + 1]
+    np.cumsum(np.bincount(stops, minlength=size), out=first[1:])
     fewest = np.full(size, -1, dtype=np.int64)
     fewest[ends] = 0
     seen = np.zeros(size, dtype=np.int64)

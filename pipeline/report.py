@@ -6,18 +6,18 @@
 A Beam job reads the corpus with the reader of train and encode (bad records
 go to ``DIR/dead_letters/``), measures every document with every tokenizer
 (``transforms.report.MeasureTokenizers``) and writes the measures into
-``DIR/.staging/``; the driver turns them into the page ``DIR/index.html``
-(``pipeline.report_page``), one self-contained file that works offline, and
-``DIR/report.json`` (``pipeline.report_json``). The output follows the job-output
-contract of ``pipeline.outputs``: report.json is written last and marks the
-directory complete.
+``DIR/.staging/`` (``pipeline.report_measures``); the driver turns them into
+the page ``DIR/index.html`` (``pipeline.report_page``), one self-contained
+file that works offline, and ``DIR/report.json`` (``pipeline.report_json``).
+The output follows the job-output contract of ``pipeline.outputs``: report.json
+is written last and marks the directory complete.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -27,7 +27,8 @@ from bpe.tokenizer import Tokenizer, TokenizerFileError
 from pipeline import outputs, progress
 from pipeline.errors import UserError
 from pipeline.report_json import build_report
-from pipeline.report_page import CHECK_TEXTS, render_page
+from pipeline.report_measures import read_measures, write_measures
+from pipeline.report_page import CHECK_TEXTS, live_patterns, render_page
 from pipeline.runners import describe_runner, new_pipeline, pipeline_options
 from transforms.dead_letters import WriteDeadLetters
 from transforms.read import FORMATS, ReadDocuments, match_inputs
@@ -35,7 +36,6 @@ from transforms.report import MeasureTokenizers
 
 REPORT_FILE = "report.json"
 PAGE_FILE = "index.html"
-MEASURES = "measures"  # the job's one output file, DIR/.staging/measures.json
 # What the job leaves besides report.json, the completion marker.
 RESULTS = (PAGE_FILE, f"{outputs.DEAD_LETTERS_DIR}/{outputs.DEAD_LETTER_GLOB}")
 
@@ -86,21 +86,21 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         sample_documents=args.sample_documents, vocab_sizes=[t.vocab_size for t in tokenizers],
         check_texts=CHECK_TEXTS,
     )
-    _ = (
-        measures
-        | "ToJson" >> beam.Map(lambda value: json.dumps(value, separators=(",", ":")))
-        | "WriteMeasures" >> beam.io.WriteToText(
-            FileSystems.join(staging, MEASURES), file_name_suffix=".json", num_shards=1, shard_name_template=""
-        )
-    )
+    _ = measures | "WriteMeasures" >> beam.Map(write_measures, staging)
     _ = read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(staging)
-    progress.Progress("report", "measure", files=args.files, enabled=not args.no_progress,
-                      every=args.progress_every).run(p)
+    with ThreadPoolExecutor(1) as pool:
+        # The page's patterns are translated while the job runs: the regex module, which
+        # matches every code point against them, lets other threads run meanwhile.
+        patterns = pool.submit(live_patterns, tokenizers)
+        progress.Progress("report", "measure", files=args.files, enabled=not args.no_progress,
+                          every=args.progress_every).run(p)
+        patterns = patterns.result()
 
     measures = read_measures(staging)
     dead_letters = len(outputs.read_dead_letters(staging))
     report = build_report(measures, tokenizers, tokenizer_paths, args.input, dead_letters, args.rare_below)
-    outputs.write_atomic(FileSystems.join(staging, PAGE_FILE), render_page(report, tokenizers, measures["checks"]))
+    page = render_page(report, tokenizers, measures["checks"], patterns)
+    outputs.write_atomic(FileSystems.join(staging, PAGE_FILE), page)
     output.publish(report)
     corpus = report["corpus"]
     summary = ", ".join(
@@ -141,8 +141,3 @@ def _check_arguments(args: argparse.Namespace, paths: list[str]) -> list[Tokeniz
     args.files = len(files)  # for the progress
     return tokenizers
 
-
-def read_measures(staging: str) -> dict:
-    """The job's measures (one JSON line, written by Beam's file sink)."""
-    with outputs.open_read(FileSystems.join(staging, MEASURES + ".json")) as f:
-        return json.loads(f.read())

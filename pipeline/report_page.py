@@ -226,19 +226,27 @@ def _visualizer(report: dict, tokenizers: Sequence[Tokenizer]) -> str:
     return "".join(parts)
 
 
-def _tokenizer_data(report: dict, tokenizers: Sequence[Tokenizer], checks: Sequence[Sequence[dict]]) -> list[dict]:
-    """What the live box needs per tokenizer: merges, the JavaScript pattern (or why not) and check texts."""
+def live_patterns(tokenizers: Sequence[Tokenizer]) -> list[tuple[str | None, str | None]]:
+    """Per tokenizer, the live box's (JavaScript pattern, None), or (None, why there is none)."""
     out = []
-    for t, (entry, tok) in enumerate(zip(report["tokenizers"], tokenizers)):
+    for tok in tokenizers:
         try:
-            pattern, unsupported = to_javascript(tok.pattern), None
+            out.append((to_javascript(tok.pattern), None))
         except UnsupportedPattern as e:
-            pattern, unsupported = None, str(e)
-        out.append({
-            "index": t, "name": entry["name"], "pattern": pattern, "unsupported": unsupported,
-            "merges": [i for pair in tok.merges for i in pair], "checks": list(checks[t]),
-        })
+            out.append((None, str(e)))
     return out
+
+
+def _tokenizer_data(
+    report: dict, tokenizers: Sequence[Tokenizer], checks: Sequence[Sequence[dict]],
+    patterns: Sequence[tuple[str | None, str | None]],
+) -> list[dict]:
+    """What the live box needs per tokenizer: merges, the JavaScript pattern (or why not) and check texts."""
+    return [
+        {"index": t, "name": entry["name"], "pattern": pattern, "unsupported": unsupported,
+         "merges": [i for pair in tok.merges for i in pair], "checks": list(checks[t])}
+        for t, (entry, tok, (pattern, unsupported)) in enumerate(zip(report["tokenizers"], tokenizers, patterns))
+    ]
 
 
 def _live_box(report: dict) -> str:
@@ -258,12 +266,17 @@ def _tokenizers_table(report: dict) -> str:
     return _table("tokenizers-table", "The tokenizers measured", headers, rows)
 
 
-def render_page(report: dict, tokenizers: Sequence[Tokenizer], checks: Sequence[Sequence[dict]]) -> str:
+def render_page(
+    report: dict, tokenizers: Sequence[Tokenizer], checks: Sequence[Sequence[dict]],
+    patterns: Sequence[tuple[str | None, str | None]] | None = None,
+) -> str:
     """The whole page as one HTML string.
 
     ``checks[t]``: the texts ({"text", "ids"}) the live box must encode as tokenizer
-    ``t`` does before it shows IDs (the measures' ``checks``).
+    ``t`` does before it shows IDs (the measures' ``checks``). ``patterns``:
+    ``live_patterns(tokenizers)``, when the caller made them already.
     """
+    patterns = live_patterns(tokenizers) if patterns is None else patterns
     corpus = report["corpus"]
     summary = (f"{corpus['documents']:,} documents, {corpus['bytes']:,} bytes, {corpus['characters']:,} characters, "
                f"{corpus['words']:,} words from {corpus['sources']:,} sources; {corpus['dead_letters']:,} records "
@@ -286,6 +299,6 @@ def render_page(report: dict, tokenizers: Sequence[Tokenizer], checks: Sequence[
         f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
         f"<title>beam-bpe report</title><style>{_asset('report.css')}</style></head><body>"
         f"<h1>beam-bpe report</h1><p>{escape(summary)}</p>{body}"
-        f"{_json_script('report-data', report)}{_json_script('tokenizer-data', _tokenizer_data(report, tokenizers, checks))}"
+        f"{_json_script('report-data', report)}{_json_script('tokenizer-data', _tokenizer_data(report, tokenizers, checks, patterns))}"
         f"<script>{_asset('report.js')}</script></body></html>\n"
     )

@@ -278,6 +278,24 @@ def test_source_field_and_dead_letters(tmp_path, corpus, tokenizers):
     assert [(d["file"], d["record"]) for d in letters] == [(corpus.path("a.jsonl"), len(rows) + 1)]
 
 
+def test_a_corpus_of_dead_letters_only_still_gets_its_report(tmp_path, corpus, tokenizers):
+    corpus.write("a.jsonl", b"{not json\n" + json.dumps({"other": "no text"}).encode() + b"\n")
+    out = tmp_path / "out"
+    assert report(*(f"--tokenizer={t}" for t in tokenizers), f"--input={corpus.path('a.jsonl')}", f"--output={out}",
+                  "--direct_running_mode=multi_processing", "--direct_num_workers=2") == 0
+    result = read_report(out)
+    assert result["corpus"]["documents"] == 0 and result["corpus"]["dead_letters"] == 2
+    assert result["corpus"]["sample_documents"] == 0 and result["visualizer"] == []
+    for entry, path in zip(result["tokenizers"], tokenizers):
+        assert entry["total"]["tokens"] == 0 and entry["by_script"] == [] and entry["by_source"] == []
+        assert entry["segmentation"] == {"by_script": [], "total": {
+            "pieces": 0, "bytes": 0, "bpe": 0, "greedy": 0, "fewest": 0,
+            "bpe_over_fewest_percent": None, "greedy_over_fewest_percent": None}}
+        assert entry["vocabulary"]["produced"] == 0
+        assert entry["vocabulary"]["never_produced"]["count"] == entry["vocabulary"]["ordinary_tokens"]
+    assert (out / "index.html").read_text(encoding="utf-8").count('id="report-data"') == 1
+
+
 def test_two_workers_give_the_same_report(generated, tokenizers, tmp_path):
     result, out, files = generated
     again = tmp_path / "again"

@@ -1,5 +1,5 @@
 """The report's array code against the plain definitions it stands for: code point classes,
-the class of a span, a document's dominant script, the sample's segmentation in chunks,
+the class of a span, a document's dominant script, the sample's segmentation in parts,
 token lengths and the page's check texts."""
 
 import random
@@ -78,8 +78,9 @@ def plain_segmentation(tok, documents) -> np.ndarray:
     return table
 
 
-def test_the_sample_segmented_in_chunks_equals_one_piece_at_a_time(tokenizer, monkeypatch):
+def test_the_sample_segmented_in_parts_equals_one_piece_at_a_time(tokenizer, monkeypatch):
     from transforms import report
+    from transforms.report_figures import Figures
     from transforms.report_tokens import MeasuredTokenizer
     from transforms.report_sample import Segmenter
 
@@ -88,9 +89,23 @@ def test_the_sample_segmented_in_chunks_equals_one_piece_at_a_time(tokenizer, mo
     segmenter = Segmenter(MeasuredTokenizer(tokenizer))
     expected = plain_segmentation(tokenizer, documents)
     assert np.array_equal(segmenter.count(documents), expected)
-    monkeypatch.setattr(report, "SEGMENT_BYTES", 500)  # many calls, pieces met again in later ones
-    assert np.array_equal(report.segment(segmenter, documents), expected)
-    assert np.array_equal(report.segment(segmenter, []), np.zeros_like(expected))
+    figures = Figures.empty([tokenizer.vocab_size] * 2, len(documents))
+    figures.sample = [(b"key", "source", "file", i, data, len(data)) for i, data in enumerate(documents)]
+    monkeypatch.setattr(report, "SAMPLE_PART_BYTES", 500)  # many parts, pieces met again in later ones
+    parts = report.sample_parts(figures, 2)
+    assert len(parts) > 10
+    for t in (0, 1):  # every document once per tokenizer, in order, each part at most 500 bytes or one document
+        mine = [documents for u, documents in parts if u == t]
+        assert [data for part in mine for data in part] == documents
+        assert all(len(part) == 1 or sum(map(len, part)) <= 500 for part in mine)
+    # Tokenizer 1's tables come first and out of order: each tokenizer sums its own.
+    segmented = [(t, segmenter.count(part)) for t, part in reversed(parts)]
+    assert np.array_equal(report.segmentation_tables(2, segmented), np.stack([expected, expected]))
+    assert np.array_equal(report.segmentation_tables(2, segmented[: len(parts) // 2]),
+                          np.stack([np.zeros_like(expected), expected]))
+    figures.sample = []
+    assert report.sample_parts(figures, 2) == []
+    assert np.array_equal(report.segmentation_tables(1, []), np.zeros((1, *expected.shape), dtype=np.int64))
 
 
 def test_token_lengths_are_the_lengths_of_every_token(tokenizer):
@@ -164,6 +179,21 @@ def test_tokens_whose_bytes_alone_decide_their_class_have_it_in_the_table(tokeni
             assert measured.characters[token_id] == len(text)
             kinds.add(scripts.SCRIPTS[measured.classes[token_id]])
     assert {"around", "Latin", "Cyrillic", "Arabic", "whitespace", "punctuation", "digits"} <= kinds
+
+
+def test_token_kinds_are_the_distinct_class_length_and_characters_of_the_known_tokens(tokenizer):
+    from transforms.report_tokens import MeasuredTokenizer
+
+    measured = MeasuredTokenizer(tokenizer)
+    n_kinds = len(measured.kind_classes)
+    known = measured.classes >= 0
+    assert np.array_equal(measured.kinds == n_kinds, ~known)
+    kind = measured.kinds[known]
+    assert np.array_equal(measured.kind_classes[kind], measured.classes[known])
+    assert np.array_equal(measured.kind_lengths[kind], measured.lengths[known])
+    assert np.array_equal(measured.kind_characters[kind], measured.characters[known])
+    triples = set(zip(measured.kind_classes.tolist(), measured.kind_lengths.tolist(), measured.kind_characters.tolist()))
+    assert len(triples) == n_kinds == len(set(kind.tolist())) < known.sum()
 
 
 def test_text_span_classes_equal_class_of_span_of_classify():

@@ -5,8 +5,10 @@ read once, decoded once and classified once; see ``transforms.report_figures``
 for the definitions), the batches' additive totals are merged by one
 CombineFn, and the merged result's sample (the documents with the smallest
 hash of file and record, so it does not depend on sharding) is segmented three
-ways and picked for the visualizer (``transforms.report_sample``) in the step
-that turns the result into JSON. That step also encodes the texts a page
+ways (``transforms.report_sample``) in parts that the workers share: every part
+is one tokenizer's segmentation of some of the sample's documents, and the
+parts' tables add up. The step that turns the result into JSON sums them,
+picks the sample's documents for the visualizer and encodes the texts a page
 checks its own encoder against.
 
 Workers read the tokenizer files themselves (any Beam filesystem) and check
@@ -33,8 +35,9 @@ from transforms.report_figures import Figures, measure_batch
 from transforms.report_tokens import MeasuredTokenizer
 from transforms.report_sample import SEGMENTATION_FIELDS, Segmenter, visualizer_documents
 
-# The sample is segmented this many bytes at a time (each call's arrays take several times that).
-SEGMENT_BYTES = 1 << 22
+# The sample is segmented in parts of about this many bytes per tokenizer (parts spread over
+# the workers; each call's arrays take several times its bytes).
+SAMPLE_PART_BYTES = 1 << 17
 
 __all__ = ["MeasureTokenizers", "figures_to_json"]
 
@@ -128,21 +131,38 @@ class _MergeFiguresFn(beam.CombineFn):
         return accumulator
 
 
-class _FinishFn(beam.DoFn):
-    """The merged Figures -> the JSON-able measures, with the sample's segmentation, the
-    visualizer's documents and the IDs of the check texts."""
+class _SegmentFn(beam.DoFn):
+    """(tokenizer index, documents) -> (tokenizer index, their segmentation table)."""
 
-    def __init__(self, tokenizers: _Tokenizers, check_texts: Sequence[str]):
-        self._spec, self._check_texts = tokenizers, list(check_texts)
+    def __init__(self, tokenizers: _Tokenizers):
+        self._spec = tokenizers
 
     def setup(self):
         self._tokenizers = self._spec.load()
-        self._segmenters = [Segmenter(tokenizer) for tokenizer in self._tokenizers]
+        self._segmenters: dict[int, Segmenter] = {}
 
-    def process(self, figures: Figures):
+    def process(self, part: tuple[int, list[bytes]]):
+        t, documents = part
+        if t not in self._segmenters:
+            self._segmenters[t] = Segmenter(self._tokenizers[t])
+        yield t, self._segmenters[t].count(documents)
+
+
+class _FinishFn(beam.DoFn):
+    """Once: the merged Figures (none for no documents) and the tables of the sample's parts ->
+    the JSON-able measures, with the sample's segmentation, the visualizer's documents and the
+    IDs of the check texts."""
+
+    def __init__(self, tokenizers: _Tokenizers, check_texts: Sequence[str], vocab_sizes: Sequence[int]):
+        self._spec, self._check_texts, self._vocab_sizes = tokenizers, list(check_texts), list(vocab_sizes)
+
+    def setup(self):
+        self._tokenizers = self._spec.load()
+
+    def process(self, _, merged: Sequence[Figures], segmented: Sequence[tuple[int, np.ndarray]]):
+        figures = merged[0] if merged else Figures.empty(self._vocab_sizes)
         measures = figures_to_json(figures)
-        documents = [prefix for *_, prefix, _ in figures.sample]
-        measures["segmentation"] = [segment(segmenter, documents).tolist() for segmenter in self._segmenters]
+        measures["segmentation"] = segmentation_tables(len(self._tokenizers), segmented).tolist()
         measures["visualizer"] = visualizer_documents(figures.sample, self._tokenizers)
         measures["checks"] = [
             [{"text": text, "ids": tokenizer.encode_text(text)}
@@ -152,17 +172,27 @@ class _FinishFn(beam.DoFn):
         yield measures
 
 
-def segment(segmenter: Segmenter, documents: Sequence[bytes]) -> np.ndarray:
-    """``segmenter.count`` over the documents, SEGMENT_BYTES at a time."""
-    table = np.zeros((len(SCRIPTS), len(SEGMENTATION_FIELDS)), dtype=np.int64)
-    chunk, size = [], 0
-    for data in documents:
-        if chunk and size + len(data) > SEGMENT_BYTES:
-            table += segmenter.count(chunk)
-            chunk, size = [], 0
-        chunk.append(data)
-        size += len(data)
-    return table + segmenter.count(chunk)
+def sample_parts(figures: Figures, tokenizers: int) -> list[tuple[int, list[bytes]]]:
+    """The sample's documents (their prefixes) in parts of about SAMPLE_PART_BYTES, once per
+    tokenizer: (tokenizer index, documents), each document in one part per tokenizer."""
+    parts, part, size = [], [], 0
+    for *_, prefix, _ in figures.sample:
+        if part and size + len(prefix) > SAMPLE_PART_BYTES:
+            parts.append(part)
+            part, size = [], 0
+        part.append(prefix)
+        size += len(prefix)
+    if part:
+        parts.append(part)
+    return [(t, documents) for t in range(tokenizers) for documents in parts]
+
+
+def segmentation_tables(tokenizers: int, segmented: Sequence[tuple[int, np.ndarray]]) -> np.ndarray:
+    """int64 [tokenizer, class, SEGMENTATION_FIELDS]: the sum of each tokenizer's part tables."""
+    tables = np.zeros((tokenizers, len(SCRIPTS), len(SEGMENTATION_FIELDS)), dtype=np.int64)
+    for t, table in segmented:
+        tables[t] += table
+    return tables
 
 
 def check_texts(texts: Sequence[str], visualizer: Sequence[dict], index: int, tokenizer: Tokenizer) -> list[str]:
@@ -247,7 +277,7 @@ class MeasureTokenizers(beam.PTransform):
 
     def expand(self, documents):
         tokenizers = self._tokenizers
-        return (
+        merged = (
             documents
             | "Batch" >> beam.BatchElements(
                 min_batch_size=self.batch_bytes, max_batch_size=self.batch_bytes,
@@ -255,5 +285,20 @@ class MeasureTokenizers(beam.PTransform):
             )
             | "Measure" >> beam.ParDo(_MeasureBatchFn(tokenizers, self.source_field, self.sample_documents))
             | "Merge" >> beam.CombineGlobally(_MergeFiguresFn(self._vocab_sizes, self.sample_documents))
-            | "Finish" >> beam.ParDo(_FinishFn(tokenizers, self.check_texts))
+            .without_defaults()
+        )
+        segmented = (
+            merged
+            | "SplitSample" >> beam.FlatMap(sample_parts, len(self.tokenizer_paths))
+            | "Spread" >> beam.Reshuffle()
+            | "Segment" >> beam.ParDo(_SegmentFn(tokenizers))
+        )
+        # One Finish, also without documents (when nothing is merged).
+        return (
+            documents.pipeline
+            | "Once" >> beam.Impulse()
+            | "Finish" >> beam.ParDo(
+                _FinishFn(tokenizers, self.check_texts, self._vocab_sizes),
+                beam.pvalue.AsList(merged), beam.pvalue.AsList(segmented),
+            )
         )

@@ -161,8 +161,8 @@ class _Batch:
         self.size = sum(len(data) for data in datas)
         self.char_starts = None
         if self.size != n and valid:  # character starts are the bytes that are not 10xxxxxx
-            raw = np.frombuffer(b"".join(datas), dtype=np.uint8)
-            self.char_starts = np.append(np.flatnonzero((raw & 0xC0) != 0x80), self.size)
+            signed = np.frombuffer(b"".join(datas), dtype=np.int8)  # 10xxxxxx: -128..-65
+            self.char_starts = np.append(np.flatnonzero(signed >= -64), self.size)
         elif self.size != n:  # a lone surrogate stands for one invalid byte (surrogateescape)
             lengths = np.where(cps < 0x80, 1, np.where(cps < 0x800, 2, np.where(cps < 0x10000, 3, 4)))
             lengths[(cps >= 0xD800) & (cps < 0xE000)] = 1
@@ -175,21 +175,22 @@ class _Batch:
             return byte_positions
         return np.searchsorted(self.char_starts, byte_positions)
 
-    def class_at(self, byte_positions: np.ndarray) -> np.ndarray:
-        """The class of the character holding each byte."""
-        if self.char_starts is None:
-            return self.classes[byte_positions]
-        return self.classes[np.searchsorted(self.char_starts, byte_positions, side="right") - 1]
-
     def spans(self, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per byte span [start, end): its class (``_token_classes``), its characters
-        (those that start in it) and whether it is a byte-level fallback token."""
+        """Per byte span [start, end): its class (``bpe.scripts.class_of_span``: the class of the
+        character holding its last byte, unless whitespace, then of the one holding its first),
+        its characters (those that start in it) and whether it is a byte-level fallback token."""
         first, last = self._chars_before(starts), self._chars_before(ends)
         characters = last - first
         valid = characters if self.valid_before is None else self.valid_before[last] - self.valid_before[first]
         # A span ending inside a character does not hold that (last begun) character whole.
         inside = ends != (ends if self.char_starts is None else self.char_starts[last])
-        return _token_classes(self, starts, ends), characters, (valid - inside) <= 0
+        classes = self.classes[last - 1].astype(np.int64)  # the last character begun before the end
+        space = np.flatnonzero(classes == WHITESPACE)
+        holding = first[space]  # the character starting at the first byte, else the one before it
+        if self.char_starts is not None:
+            holding -= self.char_starts[holding] != starts[space]
+        classes[space] = self.classes[holding]
+        return classes, characters, (valid - inside) <= 0
 
 
 def _resolve_inherited(classes: np.ndarray, document_starts: np.ndarray) -> np.ndarray:
@@ -206,20 +207,16 @@ def _resolve_inherited(classes: np.ndarray, document_starts: np.ndarray) -> np.n
     return classes
 
 
+def _positions(size: int) -> type:
+    """The integer type for positions 0..size: int32 where it holds them (its sums run faster)."""
+    return np.int32 if size < 2**31 - 1 else np.int64
+
+
 def _before(flags: np.ndarray) -> np.ndarray:
     """out[i] = flags[:i].sum(), for i in 0..len(flags)."""
-    dtype = np.int32 if len(flags) < 2**31 - 1 else np.int64
-    out = np.zeros(len(flags) + 1, dtype=dtype)
-    np.add.accumulate(flags.view(np.uint8), dtype=dtype, out=out[1:])
+    out = np.zeros(len(flags) + 1, dtype=_positions(len(flags)))
+    np.add.accumulate(flags.view(np.uint8), dtype=out.dtype, out=out[1:])
     return out
-
-
-def _token_classes(batch: _Batch, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """``bpe.scripts.class_of_span`` of every token: its last byte's class, unless whitespace."""
-    classes = batch.class_at(ends - 1).astype(np.int64)
-    space = np.flatnonzero(classes == WHITESPACE)
-    classes[space] = batch.class_at(starts[space])
-    return classes
 
 
 def span_classes(spans: Sequence[bytes]) -> np.ndarray:
@@ -263,25 +260,10 @@ def measure_batch(
     counts = np.zeros((len(tokenizers), 4, size), dtype=np.int64)
     for t, tokenizer in enumerate(tokenizers):
         per_doc = encoded[t] if encoded is not None else [tokenizer.encode(data) for _, data in documents]
-        ids = np.concatenate(per_doc, dtype=np.int64)
-        lengths = tokenizer.lengths[ids]
-        if int(lengths.sum()) != batch.size:
-            raise ValueError("the tokens do not spell the documents' bytes")
-        if not len(ids):
-            continue
-        keys, characters = tokenizer.classes[ids], tokenizer.characters[ids]
-        around = np.flatnonzero(keys < 0)  # tokens whose neighbours decide their figures
-        fallback = np.zeros(0, dtype=bool)
-        if len(around):
-            ends = np.cumsum(lengths)[around]
-            keys[around], characters[around], fallback = batch.spans(ends - lengths[around], ends)
-        if len(names) > 1:
-            keys += np.repeat(doc_sources, [len(d) for d in per_doc]) * N_CLASSES
-        counts[t, Quantity.TOKENS] = np.bincount(keys, minlength=size)
-        counts[t, Quantity.BYTES] = np.bincount(keys, weights=lengths, minlength=size)
-        counts[t, Quantity.CHARACTERS] = np.bincount(keys, weights=characters, minlength=size)
-        counts[t, Quantity.FALLBACK] = np.bincount(keys[around], weights=fallback, minlength=size)
-        figures.token_counts[t] += np.bincount(ids, minlength=tokenizer.vocab_size)
+        token_sources = np.repeat(doc_sources, [len(d) for d in per_doc]) if len(names) > 1 else None
+        counts[t], id_counts = _token_counts(tokenizer, batch, np.concatenate(per_doc, dtype=np.intp),
+                                             token_sources, len(names))
+        figures.token_counts[t] += id_counts
 
     words = _word_counts(batch, doc_sources, len(names))
     per_source_docs = np.bincount(doc_sources, minlength=len(names))
@@ -290,6 +272,42 @@ def measure_batch(
         figures.words[name] = words[i]
         figures.documents[name] = int(per_source_docs[i])
     return figures
+
+
+def _token_counts(
+    tokenizer: MeasuredTokenizer, batch: _Batch, ids: np.ndarray, token_sources: np.ndarray | None, n_sources: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 [Quantity, source * class], int64 [vocab]): a batch's tokens (``ids``, of the
+    sources ``token_sources``, None for one source) per quantity, source and class, and per ID.
+
+    Tokens whose class their ID tells are counted per kind (``MeasuredTokenizer.kinds``)
+    and the kinds added up per class; the others are looked at in the text around them.
+    """
+    size = n_sources * N_CLASSES
+    n_kinds = len(tokenizer.kind_classes)
+    kinds = tokenizer.kinds[ids]
+    around = np.flatnonzero(kinds == n_kinds)  # tokens whose neighbours decide their figures
+    if token_sources is not None:
+        kinds += token_sources * (n_kinds + 1)
+    per_kind = np.bincount(kinds, minlength=n_sources * (n_kinds + 1)).reshape(n_sources, n_kinds + 1)[:, :n_kinds]
+    around_lengths = tokenizer.lengths[ids[around]]
+    if int((per_kind.sum(axis=0) * tokenizer.kind_lengths).sum() + around_lengths.sum()) != batch.size:
+        raise ValueError("the tokens do not spell the documents' bytes")
+    counts = np.zeros((4, n_sources, N_CLASSES), dtype=np.int64)
+    weights = np.stack([np.ones(n_kinds, dtype=np.int64), tokenizer.kind_lengths, tokenizer.kind_characters])
+    by_class = np.eye(N_CLASSES, dtype=np.int64)[tokenizer.kind_classes]  # [kind, class]: 1 at its class
+    counts[[Quantity.TOKENS, Quantity.BYTES, Quantity.CHARACTERS]] = (per_kind * weights[:, None, :]) @ by_class
+    counts = counts.reshape(4, size)
+    if len(around):
+        ends = np.cumsum(tokenizer.lengths[ids], dtype=_positions(batch.size))[around]
+        keys, characters, fallback = batch.spans(ends - around_lengths, ends)
+        if token_sources is not None:
+            keys += token_sources[around] * N_CLASSES
+        counts[Quantity.TOKENS] += np.bincount(keys, minlength=size)
+        counts[Quantity.BYTES] += np.bincount(keys, weights=around_lengths, minlength=size).astype(np.int64)
+        counts[Quantity.CHARACTERS] += np.bincount(keys, weights=characters, minlength=size).astype(np.int64)
+        counts[Quantity.FALLBACK] += np.bincount(keys, weights=fallback, minlength=size).astype(np.int64)
+    return counts, np.bincount(ids, minlength=tokenizer.vocab_size)
 
 
 def _word_counts(batch: _Batch, doc_sources: np.ndarray, n_sources: int) -> np.ndarray:
@@ -307,15 +325,16 @@ def _word_counts(batch: _Batch, doc_sources: np.ndarray, n_sources: int) -> np.n
     # word's start to the next one's there is the word, then only whitespace).
     late = np.flatnonzero(~_IS_WRITING[keys])
     if len(late):
-        # Such a word starts a run of characters of no writing script; the first
-        # writing character after it is the one after that run.
-        other = np.flatnonzero(~_IS_WRITING[classes])
-        run_last = np.append(np.flatnonzero(np.diff(other) != 1), len(other) - 1)  # index in other of each run's last
-        at = np.searchsorted(other, word_starts[late])
-        first = other[run_last[np.searchsorted(run_last, at)]] + 1
-        next_start = np.append(word_starts, n)[late + 1]
-        found = first < next_start
-        keys[late[found]] = classes[first[found]]
+        # Only the characters from such a word's start to the next word's are looked at.
+        starts = word_starts[late]
+        lengths = np.append(word_starts, n)[late + 1] - starts
+        offsets = np.cumsum(lengths) - lengths  # where each range begins among the looked-at characters
+        looked_at = np.arange(int(lengths.sum())) + np.repeat(starts - offsets, lengths)
+        writing = np.flatnonzero(_IS_WRITING[classes[looked_at]])
+        first = np.searchsorted(writing, offsets)  # each range's first writing character, if in it
+        found = np.flatnonzero(first < len(writing))
+        found = found[writing[first[found]] < offsets[found] + lengths[found]]
+        keys[late[found]] = classes[looked_at[writing[first[found]]]]
     if n_sources > 1:
         keys += np.repeat(doc_sources, batch.per_document)[word_starts] * N_CLASSES
     return np.bincount(keys, minlength=n_sources * N_CLASSES).reshape(n_sources, N_CLASSES).astype(np.int64)

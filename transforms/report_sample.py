@@ -55,16 +55,16 @@ class Segmenter:
         """
         split = self.tokenizer.tokenizer.pre_tokenizer.split
         pieces: list[str] = []  # every document's pieces, one after the other
-        token_lengths = []
+        ids = [np.zeros(0, dtype=np.uint32)]
         for data in documents:
             pieces += split(to_text(data)[0])
-            token_lengths.append(self.tokenizer.lengths[self.tokenizer.encode(data)])
+            ids.append(self.tokenizer.encode(data))
         # A piece's bytes are its text's: lone surrogates stand for invalid bytes (surrogateescape).
-        index = {piece: i for i, piece in enumerate(dict.fromkeys(pieces))}
-        which = np.array([index[piece] for piece in pieces], dtype=np.int64)
+        index: dict[str, int] = {}
+        which = np.array([index.setdefault(piece, len(index)) for piece in pieces], dtype=np.int64)
         unique = [piece.encode("utf-8", "surrogateescape") for piece in index]
         lengths = np.array([len(piece) for piece in unique], dtype=np.int64)
-        token_ends = np.cumsum(np.concatenate(token_lengths)) if token_lengths else np.zeros(0, dtype=np.int64)
+        token_ends = np.cumsum(self.tokenizer.lengths[np.concatenate(ids, dtype=np.intp)], dtype=np.int64)
         piece_ends = np.cumsum(lengths[which])
         within = np.searchsorted(token_ends, piece_ends, side="right")
         if len(piece_ends) and not np.array_equal(token_ends[within - 1], piece_ends):

@@ -27,10 +27,14 @@ class MeasuredTokenizer:
     follow from its ID. The measures look at the text around the others only.
 
     Attributes:
-      lengths: int64 [vocab_size], each token's length in bytes.
+      lengths: int32 [vocab_size], each token's length in bytes.
       classes: int64 [vocab_size], each token's class (``bpe.scripts.class_of_span``
         of its characters), or -1 where the text around it decides.
       characters: int64 [vocab_size], each token's characters where ``classes`` is known.
+      kinds: int64 [vocab_size], each token's kind: the index of its (class, length,
+        characters) among those of the tokens whose class is known, or ``len(kind_classes)``
+        where it is not; a batch's tokens are counted per kind, and kinds are few.
+      kind_classes, kind_lengths, kind_characters: int64 per kind, its class, length and characters.
 
     Args:
       tokenizer: the tokenizer.
@@ -41,8 +45,16 @@ class MeasuredTokenizer:
     def __init__(self, tokenizer: Tokenizer, engine=None):
         self.tokenizer = tokenizer
         self.vocab_size = tokenizer.vocab_size
-        self.lengths = token_lengths(tokenizer)
+        self.lengths = token_lengths(tokenizer).astype(np.int32)
         self.classes, self.characters = _self_contained(tokenizer)
+        known = np.flatnonzero(self.classes >= 0)
+        # (class, length, characters) as one number, in their order (characters <= length < m).
+        m = int(self.lengths.max(initial=0)) + 1
+        unique, inverse = np.unique((self.classes[known] * m + self.lengths[known]) * m + self.characters[known],
+                                    return_inverse=True)
+        self.kind_classes, self.kind_lengths, self.kind_characters = unique // (m * m), unique // m % m, unique % m
+        self.kinds = np.full(self.vocab_size, len(unique), dtype=np.int64)
+        self.kinds[known] = inverse.reshape(-1)
         self._engine = engine or tokenizer.engine
 
     def encode(self, data: bytes) -> np.ndarray:
