@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from bpe import proof_cache
+from bpe import preloaded, proof_cache
 from bpe.tokenizer import Tokenizer, TokenizerFileError
 from pipeline import outputs, progress
 from pipeline.errors import UserError
@@ -130,7 +130,8 @@ def _check_arguments(args: argparse.Namespace, paths: list[str]) -> list[Tokeniz
     tokenizers = []
     for path in paths:
         try:
-            tokenizers.append(Tokenizer.load(path))
+            # Read by this command an instant ago when it made its workers (pipeline.warm_workers).
+            tokenizers.append(preloaded.take(path, None) or Tokenizer.load(path))
         except TokenizerFileError as e:
             raise UserError(str(e)) from None
     try:
