@@ -177,8 +177,15 @@ def io_limit_job(argv: list[str]) -> None:
     batches of ``EncodeDocuments``' size, ``WriteTokenShards``, ``WriteDeadLetters``),
     the same runner (``pipeline.runners``) and the same stats read back from the
     shards; each document becomes a row of zeros, as many as the real run wrote
-    tokens for it (a JSON file of {row id: token count}).
+    tokens for it (a JSON file of {row id: token count}). It starts and ends as
+    the command line does: workers made once Beam is imported, the process
+    ended at once when the stats are written.
     """
+    from pipeline import beam_import, warm_workers
+    from pipeline.cli import WORKER_MODULES
+
+    beam_import.import_beam()
+    warm_workers.start_for(["encode", *argv[5:]], WORKER_MODULES["encode"])
     import apache_beam as beam
 
     from pipeline.encode import collect_stats
@@ -213,6 +220,10 @@ def io_limit_job(argv: list[str]) -> None:
     p.run().wait_until_finish()
     with open(os.path.join(out, "stats.json"), "w") as f:
         json.dump(collect_stats(out, sha256), f)
+    warm_workers.discard()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def measure_io_limit(work: str, tok: bpe.Tokenizer, job: dict, corpus: str, workers: int, repeat: int) -> float:

@@ -3,15 +3,20 @@
     preloaded.load(path, preset)                                          # ahead of the job
     tokenizer = preloaded.take(path, preset, proof) or Tokenizer.load(...)  # in the job's step
 
-The command line reads the job's tokenizer files before it makes its warm Beam
-workers (``pipeline.warm_workers``; a worker started as a new process reads
-them while it waits for the job), and builds each one's engine when the proof
-cache (``bpe.proof_cache``) already holds its proof, so a step's setup finds
-the tokenizer ready, and so does the command's own check of its flags. Each one is taken once, and only with the proof its engine
-was built from (or any, when none was built); a second taker reads its own. Taking
-changes nothing a step checks: it still holds the tokenizer against the job's
-proof (``Tokenizer.use_proof``, by SHA-256), so a file changed after the worker
-read it fails the job as any file changed during the job does.
+A warm Beam worker (``pipeline.warm_workers``) holds the job's tokenizers
+before the job starts, each one's engine built when the proof cache
+(``bpe.proof_cache``) already holds its proof, so a step's setup finds the
+tokenizer ready. A worker started as a new process reads them while it waits;
+the command line reads them once before it forks its workers
+(``load(..., engine=False)``, so the command itself, which needs no engine,
+takes its own at once), and each copy builds the engines
+(``build_engines``) while the command builds its job.
+
+Each one is taken once, and only with the proof its engine was built from (or
+any, when none was built); a second taker reads its own. Taking changes
+nothing a step checks: it still holds the tokenizer against the job's proof
+(``Tokenizer.use_proof``, by SHA-256), so a file changed after the worker read
+it fails the job as any file changed during the job does.
 
 Only local files, and without error: a tokenizer that cannot be read here is
 read again by the step, which reports the problem.
@@ -23,22 +28,43 @@ from bpe import proof_cache
 from bpe.engines import EngineProof
 from bpe.tokenizer import Tokenizer
 
-__all__ = ["load", "take"]
+__all__ = ["build_engines", "load", "take"]
 
 # (path, preset) -> (tokenizer, the proof its engine was built from, or None)
 _kept: dict[tuple[str, str | None], tuple[Tokenizer, EngineProof | None]] = {}
 
 
-def load(path: str, preset: str | None = None) -> None:
-    """Reads the tokenizer at a local ``path`` (with ``preset`` for a rank file) and keeps it."""
+def load(path: str, preset: str | None = None, engine: bool = True) -> None:
+    """Reads the tokenizer at a local ``path`` (with ``preset`` for a rank file) and keeps
+    it, with its engine built unless ``engine`` is False (``build_engines`` builds it later)."""
     try:
         tokenizer = Tokenizer.load(path, preset=preset)
+    except Exception:  # noqa: BLE001 - the step reads it again and reports what is wrong
+        return
+    _kept[(path, preset)] = (tokenizer, None)
+    if engine:
+        _build((path, preset))
+
+
+def build_engines() -> None:
+    """Builds the engine of every kept tokenizer that has none yet."""
+    for key in list(_kept):
+        _build(key)
+
+
+def _build(key: tuple[str, str | None]) -> None:
+    """The engine of the tokenizer kept under ``key``, when the proof cache holds its proof."""
+    tokenizer, built_from = _kept[key]
+    if built_from is not None:
+        return
+    try:
         proof = proof_cache.cached(tokenizer)
         if proof is not None:
             tokenizer.use_proof(proof)
-    except Exception:  # noqa: BLE001 - the step reads it again and reports what is wrong
+    except Exception:  # noqa: BLE001 - the step builds it again and reports what is wrong
+        del _kept[key]
         return
-    _kept[(path, preset)] = (tokenizer, proof)
+    _kept[key] = (tokenizer, proof)
 
 
 def take(path: str, preset: str | None, proof: EngineProof | None = None) -> Tokenizer | None:

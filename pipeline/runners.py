@@ -35,6 +35,7 @@ import os
 import subprocess
 import sys
 import threading
+import weakref
 from typing import Sequence
 
 import apache_beam as beam
@@ -180,18 +181,39 @@ def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
         pipelines and of file sinks: our jobs are both.
     """
     beam_args = list(beam_args)
-    options = PipelineOptions(beam_args)
+    options = _Options(beam_args)
     check_beam_args(beam_args)
     if is_direct(options):
         # In multi_processing mode the runner re-logs every worker warning
         # (e.g. about options only the driver knows) as its own; keep errors.
         logging.getLogger("apache_beam.runners.portability.local_job_service").setLevel(logging.ERROR)
-        options = PipelineOptions([*DIRECT_DEFAULTS, *beam_args])
+        options = _Options([*DIRECT_DEFAULTS, *beam_args])
     # The driver's own file access before the job (matching inputs, checking the
     # output, reading a tokenizer) uses the same file-system options (S3
     # endpoint, credentials) as the job will.
     FileSystems.set_options(options)
     return options
+
+
+# Each _Options' views, made once per options class (weakly held: they go with their options).
+_views: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class _Options(PipelineOptions):
+    """Beam's PipelineOptions, with one view per options class, made when first asked.
+
+    Building a pipeline asks the options for a view hundreds of times, and Beam
+    parses the flags again for each new view. A view keeps no value of its own
+    (reading and setting go to the options it came from, and the flags never
+    change), so the first view of a class serves every later request. Kept
+    outside the object, so what pickles is unchanged.
+    """
+
+    def view_as(self, cls):
+        views = _views.setdefault(self, {})
+        if cls not in views:
+            views[cls] = super().view_as(cls)
+        return views[cls]
 
 
 def new_pipeline(options: PipelineOptions) -> beam.Pipeline:

@@ -151,7 +151,7 @@ def start_for(argv: Sequence[str], modules: Sequence[str] = ()) -> None:
             importlib.import_module(module)
     worker.import_ahead()
     for path, preset in tokenizers:  # read once, here: each copy takes its own, and so does the command
-        preloaded.load(path, preset)
+        preloaded.load(path, preset, engine=False)  # each copy builds its engines (pipeline.worker)
     for _ in range(count):
         _idle.append(_fork())
 

@@ -88,10 +88,13 @@ def _run_beam_worker() -> NoReturn:
 
 def run_forked(job_input: int) -> NoReturn:
     """Runs a warm worker in a copy of the command's process (``pipeline.warm_workers``,
-    which has read the tokenizers): takes the job's environment from the pipe
-    ``job_input``, runs Beam's worker, and never returns."""
+    which has read the tokenizers): builds their engines, takes the job's environment
+    from the pipe ``job_input``, runs Beam's worker, and never returns."""
     try:
         settle()
+        from bpe import preloaded
+
+        preloaded.build_engines()
         with os.fdopen(job_input, "rb") as lines:
             _take_environment(lines)
         _run_beam_worker()

@@ -169,3 +169,22 @@ def test_a_parser_error_is_one_line_in_a_real_process(tokenizer, shards, tmp_pat
         [error] = proc.stderr.splitlines()
         assert error.startswith("beam-bpe encode: error: ")
     assert not (tmp_path / "o").exists()
+
+
+def test_the_options_give_one_view_per_class_which_reads_and_writes_the_same_values():
+    import pickle
+
+    from apache_beam.options.pipeline_options import DirectOptions, StandardOptions
+
+    from pipeline.runners import pipeline_options
+
+    options = pipeline_options(["--direct_num_workers=3"])
+    view = options.view_as(DirectOptions)
+    assert options.view_as(DirectOptions) is view and view.direct_num_workers == 3
+    options.view_as(StandardOptions).runner = "SomeRunner"
+    assert options.view_as(StandardOptions).runner == "SomeRunner"
+    assert options.get_all_options()["runner"] == "SomeRunner"
+    view.direct_num_workers = 5  # through a view: the options and a view of the copy see it
+    copy = pickle.loads(pickle.dumps(options))
+    assert copy.view_as(DirectOptions).direct_num_workers == 5
+    assert copy.get_all_options() == options.get_all_options()

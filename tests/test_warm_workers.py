@@ -205,6 +205,19 @@ def test_the_command_takes_the_tokenizer_it_read_ahead_once(two_tokenizers, monk
     assert again is not kept and again.encode("the first") == first.encode("the first")
 
 
+def test_a_tokenizer_read_before_a_fork_gets_its_engine_in_each_copy(two_tokenizers):
+    path, first, _ = two_tokenizers
+    proof_cache.proven(bpe.Tokenizer.load(path))  # cached, as the driver leaves it
+    preloaded.load(path, engine=False)  # as the command line reads it before it forks
+    kept, built_from = preloaded._kept[(path, None)]
+    assert built_from is None and kept._engine is None
+    preloaded.build_engines()  # as each copy does
+    kept, built_from = preloaded._kept[(path, None)]
+    assert built_from is not None and kept._engine is not None
+    taken = preloaded.take(path, None, built_from)
+    assert taken is kept and taken.encode("the first") == first.encode("the first")
+
+
 def test_a_preloaded_tokenizer_built_from_another_proof_is_not_taken(two_tokenizers):
     path, _, _ = two_tokenizers
     proof = proof_cache.proven(bpe.Tokenizer.load(path))
