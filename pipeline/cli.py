@@ -7,9 +7,10 @@ drop it), with the closest known flag. Commands whose module sets
 ``BEAM_OPTIONS = False`` take none. Every command ends by releasing the lock of
 its output directory.
 
-Run from the command line, a command whose job runs on DirectRunner starts
-its worker processes first thing, so they are ready when the job starts
-(``pipeline.warm_workers``); the ones no job took end with the command.
+Run from the command line, a command whose job runs on DirectRunner makes its
+worker processes as soon as it has imported Beam, so they are ready when the
+job starts (``pipeline.warm_workers``); the ones no job took end with the
+command, and the command ends at once when its output is published.
 
 Stopping: SIGTERM is taken like Ctrl-C. During a Beam job the command stops at
 once (``pipeline.stopping``); elsewhere the interrupt unwinds (train

@@ -11,7 +11,6 @@ import argparse
 from bpe import preloaded
 from bpe.presets import ENCODINGS
 from bpe.tokenizer import Tokenizer, TokenizerFileError
-from pipeline import warm_workers
 from pipeline.errors import UserError
 
 
@@ -34,9 +33,9 @@ def load(args: argparse.Namespace, transport: dict | None = None) -> Tokenizer:
     """
     if args.tokenizer_preset is not None and args.tokenizer_preset not in ENCODINGS:
         raise UserError(f"unknown --tokenizer-preset {args.tokenizer_preset!r} (choose from {', '.join(ENCODINGS)})")
-    path = warm_workers.job_path(args.tokenizer)
-    read_ahead = preloaded.take(path, args.tokenizer_preset) if path is not None else None
-    if read_ahead is not None:  # by this command, an instant ago (pipeline.warm_workers)
+    # Read by this command an instant ago, under the path it hands its job (pipeline.warm_workers).
+    read_ahead = preloaded.take(args.tokenizer, args.tokenizer_preset)
+    if read_ahead is not None:
         return read_ahead
     try:
         return Tokenizer.load(args.tokenizer, transport, preset=args.tokenizer_preset)

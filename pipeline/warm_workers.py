@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib
 import json
 import os
 import signal
@@ -49,7 +48,7 @@ import subprocess
 import sys
 from typing import Mapping, Sequence
 
-__all__ = ["WARM_FLAG", "direct_workers", "discard", "job_path", "start", "start_for", "take"]
+__all__ = ["WARM_FLAG", "direct_workers", "discard", "start", "start_for", "take"]
 
 WARM_FLAG = "--warm"
 _DIRECT_RUNNERS = {"directrunner", "direct", "switchingdirectrunner", "fnapirunner"}
@@ -134,11 +133,13 @@ def start_for(argv: Sequence[str], modules: Sequence[str] = ()) -> None:
     Called once by the command line, before this process starts a thread: on
     Linux the workers are copies of it (``os.fork``), with ``modules`` imported
     and the tokenizers read here first (``bpe.preloaded``, where the command
-    takes its own too: ``job_path``).
+    takes its own too, by the path ``pipeline.outputs.absolute`` gives).
     """
+    from pipeline import outputs  # imports Beam: only now, once the command has
+
     preset = (_flag_values(argv, "--tokenizer-preset") or [None])[-1]
-    tokenizers = [pair for pair in ((job_path(path), preset) for path in _flag_values(argv, "--tokenizer"))
-                  if pair[0] is not None]
+    paths = [outputs.absolute(path) for path in _flag_values(argv, "--tokenizer")]
+    tokenizers = [(path, preset) for path in paths if outputs.is_local(path)]
     count = direct_workers(argv)
     if not count or not sys.platform.startswith("linux"):
         start(count, modules, tokenizers)
@@ -146,10 +147,7 @@ def start_for(argv: Sequence[str], modules: Sequence[str] = ()) -> None:
     from bpe import preloaded
     from pipeline import worker
 
-    for module in modules:
-        with contextlib.suppress(Exception):  # the job imports what it needs again, and fails there if it must
-            importlib.import_module(module)
-    worker.import_ahead()
+    worker.import_ahead(modules)
     for path, preset in tokenizers:  # read once, here: each copy takes its own, and so does the command
         preloaded.load(path, preset, engine=False)  # each copy builds its engines (pipeline.worker)
     for _ in range(count):
@@ -174,12 +172,6 @@ def _fork() -> _Forked:
             os._exit(1)  # never back into the command's code
     os.close(job_input)
     return _Forked(pid, os.fdopen(ours, "wb"))
-
-
-def job_path(path: str) -> str | None:
-    """A local path as the drivers hand it to their jobs (``pipeline.outputs.absolute``); None for a URL."""
-    path = path.removeprefix("file://")
-    return None if "://" in path else os.path.abspath(path)
 
 
 def take(environment: Mapping[str, str]) -> subprocess.Popen | None:

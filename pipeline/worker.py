@@ -51,8 +51,13 @@ def settle() -> None:
     beam_import.import_beam(for_good=True)
 
 
-def import_ahead() -> None:
-    """Imports Beam's worker, as a process about to fork warm workers does."""
+def import_ahead(modules: Sequence[str]) -> None:
+    """Imports the modules a job's steps need, and Beam's worker."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001 - the job imports what it needs again, and fails there if it must
+            pass
     from apache_beam.runners.worker import sdk_worker_main  # noqa: F401
 
 
@@ -108,11 +113,7 @@ def _wait_for_job(ahead: str) -> None:
     """Imports the modules and reads the tokenizers ``ahead`` (JSON) names, then takes the
     job's environment from stdin (or exits when it ends)."""
     ahead = json.loads(ahead)
-    for module in ahead["modules"]:
-        try:
-            importlib.import_module(module)
-        except Exception:  # noqa: BLE001 - the job imports what it needs again, and fails there if it must
-            pass
+    import_ahead(ahead["modules"])
     _preload(ahead["tokenizers"])
     _take_environment(sys.stdin.buffer)
 

@@ -193,13 +193,14 @@ def test_a_preloaded_tokenizer_is_taken_once_with_its_engine_built(two_tokenizer
 def test_the_command_takes_the_tokenizer_it_read_ahead_once(two_tokenizers, monkeypatch):
     import argparse
 
-    from pipeline import tokenizer_flags
+    from pipeline import outputs, tokenizer_flags
 
     path, first, _ = two_tokenizers
-    preloaded.load(path)
-    kept, _ = preloaded._kept[(path, None)]
     monkeypatch.chdir(os.path.dirname(path))
-    args = argparse.Namespace(tokenizer=os.path.basename(path), tokenizer_preset=None)  # as typed
+    typed = os.path.basename(path)
+    preloaded.load(outputs.absolute(typed))  # as start_for reads it before it forks
+    kept, _ = preloaded._kept[(path, None)]
+    args = argparse.Namespace(tokenizer=outputs.absolute(typed), tokenizer_preset=None)  # as encode hands it on
     assert tokenizer_flags.load(args) is kept
     again = tokenizer_flags.load(args)
     assert again is not kept and again.encode("the first") == first.encode("the first")

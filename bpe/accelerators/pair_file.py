@@ -14,8 +14,9 @@ from functools import lru_cache
 
 
 @lru_cache(maxsize=None)
-def _byte_names() -> list[str]:
-    """GPT-2's byte -> printable character map (the ByteLevel alphabet)."""
+def _byte_names() -> dict[int, str]:
+    """GPT-2's byte -> printable character map (the ByteLevel alphabet), as a
+    ``str.translate`` table from the latin-1 character of each byte."""
     printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
     names = {b: chr(b) for b in printable}
     shift = 0
@@ -23,13 +24,12 @@ def _byte_names() -> list[str]:
         if b not in names:
             names[b] = chr(256 + shift)
             shift += 1
-    return [names[b] for b in range(256)]
+    return names
 
 
 def pair_rank_json(tokenizer, split_regex: str) -> str | None:
     """The file, or None when two tokens have the same bytes (a vocab cannot hold both)."""
-    # Each byte b is the character chr(b) of a latin-1 decoding, then that character's name.
-    to_names = dict(enumerate(_byte_names()))
+    to_names = _byte_names()
     names = [tokenizer.token_bytes(i).decode("latin-1").translate(to_names)
              for i in range(256 + len(tokenizer.merges))]
     vocab = {name: i for i, name in enumerate(names)}
