@@ -54,7 +54,7 @@ __all__ = [
     "check_writable", "claim",
     "dead_letter_files", "dead_letter_glob", "dead_letter_lines", "delete", "exists", "fail_if_strict",
     "is_local", "local_path", "matching", "open_read", "print_dead_letters", "read_dead_letters", "read_json",
-    "remove", "size", "temporary_path", "write_atomic", "write_json",
+    "readable_json", "remove", "size", "temporary_path", "write_atomic", "write_json",
 ]
 STAGING_DIR = ".staging"  # hidden from pyarrow.dataset and from globs like part-*
 # Beam's file sinks write beside their output first; a killed job leaves these.
@@ -256,9 +256,31 @@ def write_atomic(path: str, data: str | bytes, mime_type: str = "application/oct
 
 
 def write_json(path: str, data: dict, indent: int | None = 1) -> None:
-    """Writes ``data`` as JSON (a marker, stats), atomically, ending with a newline."""
-    text = json.dumps(data, indent=indent) if indent is not None else json.dumps(data, separators=(",", ":"))
+    """Writes ``data`` as JSON (a marker, stats), atomically, ending with a newline: indented
+    (``readable_json``), or on one line when ``indent`` is None."""
+    text = readable_json(data, indent) if indent is not None else json.dumps(data, separators=(",", ":"))
     write_atomic(path, text + "\n", mime_type="application/json")
+
+
+def readable_json(value, indent: int, level: int = 0) -> str:
+    """``value`` as JSON indented by ``indent`` spaces per level, except that a list or dict
+    holding no list or dict is written on one line (a row of numbers, a token's fields).
+
+    The lines are made by the json module's compiled encoder: its pure-Python encoder,
+    which any ``indent`` selects, is slow on a report of a large vocabulary.
+    """
+    is_dict = isinstance(value, dict)
+    children = value.values() if is_dict else value if isinstance(value, (list, tuple)) else ()
+    if not any(isinstance(child, (dict, list, tuple)) for child in children):
+        return json.dumps(value)
+    if is_dict:  # keys as json writes them: strings as they are, other scalars as their JSON
+        lines = [f"{json.dumps(key if isinstance(key, str) else json.dumps(key))}: {readable_json(child, indent, level + 1)}"
+                 for key, child in value.items()]
+    else:
+        lines = [readable_json(child, indent, level + 1) for child in value]
+    inner, outer = " " * (indent * (level + 1)), " " * (indent * level)
+    opening, closing = "{}" if is_dict else "[]"
+    return f"{opening}\n{inner}" + f",\n{inner}".join(lines) + f"\n{outer}{closing}"
 
 
 def remove(path: str) -> None:

@@ -6,7 +6,8 @@
 A Beam job reads the corpus with the reader of train and encode (bad records
 go to ``DIR/dead_letters/``), measures every document with every tokenizer
 (``transforms.report.MeasureTokenizers``) and writes the measures into
-``DIR/.staging/`` (``pipeline.report_measures``); the driver turns them into
+``DIR/.staging/`` (``pipeline.report_measures``); the driver puts them together
+and turns them into
 the page ``DIR/index.html`` (``pipeline.report_page``), one self-contained
 file that works offline, and ``DIR/report.json`` (``pipeline.report_json``).
 The output follows the job-output contract of ``pipeline.outputs``: report.json
@@ -32,7 +33,7 @@ from pipeline.report_page import CHECK_TEXTS, live_patterns, render_page
 from pipeline.runners import describe_runner, new_pipeline, pipeline_options
 from transforms.dead_letters import WriteDeadLetters
 from transforms.read import FORMATS, ReadDocuments, match_inputs
-from transforms.report import MeasureTokenizers
+from transforms.report import MeasureTokenizers, combine_measures
 
 REPORT_FILE = "report.json"
 PAGE_FILE = "index.html"
@@ -86,7 +87,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         sample_documents=args.sample_documents, vocab_sizes=[t.vocab_size for t in tokenizers],
         check_texts=CHECK_TEXTS,
     )
-    _ = measures | "WriteMeasures" >> beam.Map(write_measures, staging)
+    for name, pieces in measures.items():
+        _ = pieces | f"WriteMeasures/{name}" >> beam.Map(write_measures, staging)
     _ = read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(staging)
     with ThreadPoolExecutor(1) as pool:
         # The page's patterns are translated while the job runs: the regex module, which
@@ -96,7 +98,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
                           every=args.progress_every).run(p)
         patterns = patterns.result()
 
-    measures = read_measures(staging)
+    measures = combine_measures(read_measures(staging), tokenizers, CHECK_TEXTS)
     dead_letters = len(outputs.read_dead_letters(staging))
     report = build_report(measures, tokenizers, tokenizer_paths, args.input, dead_letters, args.rare_below)
     page = render_page(report, tokenizers, measures["checks"], patterns)

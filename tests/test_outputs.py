@@ -33,6 +33,19 @@ def test_write_atomic_replaces_the_whole_file_and_leaves_no_temporary(tmp_path):
     assert open(path).read() == '{"c":3}\n'
 
 
+def test_readable_json_reads_back_the_same_with_rows_of_scalars_on_one_line():
+    value = {"a": [1, 2.5, None, True], "b": {"c": [], "d": {}, 1: [{"id": 3, "text": "\u00e9\n"}, [4, [5]]]},
+             "e": "x", "f": (6, 7), "g": [[8, 9], {"h": False}]}
+    text = outputs.readable_json(value, 2)
+    assert json.loads(text) == json.loads(json.dumps(value))
+    assert text.splitlines() == [
+        "{", '  "a": [1, 2.5, null, true],', '  "b": {', '    "c": [],', '    "d": {},', '    "1": [',
+        '      {"id": 3, "text": "\\u00e9\\n"},', "      [", "        4,", "        [5]", "      ]", "    ]", "  },",
+        '  "e": "x",', '  "f": [6, 7],', '  "g": [', "    [8, 9],", '    {"h": false}', "  ]", "}",
+    ]
+    assert outputs.readable_json([1, 2], 1) == "[1, 2]" and outputs.readable_json("s", 1) == '"s"'
+
+
 def _staged(tmp_path) -> outputs.StagedOutput:
     return outputs.StagedOutput(str(tmp_path / "out"), ("part-*.bin", "dead_letters/dead_letters-*-of-*.jsonl"))
 

@@ -92,20 +92,73 @@ def test_the_sample_segmented_in_parts_equals_one_piece_at_a_time(tokenizer, mon
     figures = Figures.empty([tokenizer.vocab_size] * 2, len(documents))
     figures.sample = [(b"key", "source", "file", i, data, len(data)) for i, data in enumerate(documents)]
     monkeypatch.setattr(report, "SAMPLE_PART_BYTES", 500)  # many parts, pieces met again in later ones
-    parts = report.sample_parts(figures, 2)
+    shown = [7, 3, 250]
+    parts = report.sample_parts(figures, 2, shown)
     assert len(parts) > 10
     for t in (0, 1):  # every document once per tokenizer, in order, each part at most 500 bytes or one document
-        mine = [documents for u, documents in parts if u == t]
-        assert [data for part in mine for data in part] == documents
-        assert all(len(part) == 1 or sum(map(len, part)) <= 500 for part in mine)
+        mine = [part for part in parts if part.tokenizer == t]
+        assert [part.index for part in mine] == list(range(len(mine)))
+        assert [data for part in mine for data in part.documents] == documents
+        assert all(len(part.documents) == 1 or sum(map(len, part.documents)) <= 500 for part in mine)
+        # Each visualizer document is marked with its place, in the part that holds it.
+        places = [place for part in mine for place in part.shown]
+        assert [places[i] for i in shown] == [0, 1, 2] and places.count(-1) == len(documents) - 3
     # Tokenizer 1's tables come first and out of order: each tokenizer sums its own.
-    segmented = [(t, segmenter.count(part)) for t, part in reversed(parts)]
+    segmented = [(part.tokenizer, segmenter.count(part.documents)) for part in reversed(parts)]
     assert np.array_equal(report.segmentation_tables(2, segmented), np.stack([expected, expected]))
     assert np.array_equal(report.segmentation_tables(2, segmented[: len(parts) // 2]),
                           np.stack([np.zeros_like(expected), expected]))
     figures.sample = []
-    assert report.sample_parts(figures, 2) == []
+    # No sample: each tokenizer still gets its part 0, which carries the fixed check texts.
+    assert report.sample_parts(figures, 2) == [report.SamplePart(0, 0, [], []), report.SamplePart(1, 0, [], [])]
     assert np.array_equal(report.segmentation_tables(1, []), np.zeros((1, *expected.shape), dtype=np.int64))
+
+
+def test_segment_gives_the_table_of_count_and_each_documents_ids(tokenizer):
+    from transforms.report_sample import Segmenter, visualizer_tokens
+    from transforms.report_tokens import MeasuredTokenizer
+
+    documents = [line for line in stdlib_lines()[:50]] + [l.encode() for l in MULTILINGUAL_LINES] + list(INVALID)
+    measured = MeasuredTokenizer(tokenizer)
+    table, ids = Segmenter(measured).segment(documents)
+    assert np.array_equal(table, plain_segmentation(tokenizer, documents))
+    assert [i.tolist() for i in ids] == [tokenizer.encode(d) for d in documents]
+    long = "Привет, мир! ".encode() * 200
+    tokens = visualizer_tokens(measured, np.array(tokenizer.encode(long), dtype=np.uint32))
+    assert len(tokenizer.decode_bytes(tokens)) <= 1200 < len(tokenizer.decode_bytes(tokenizer.encode(long)[: len(tokens) + 1]))
+
+
+def test_combined_pieces_put_visualizer_tokens_and_checks_in_place(tokenizer):
+    from transforms.report import combine_measures
+
+    figures = {"token_counts": [[0], [0]], "visualizer": [{"script": "Latin"}, {"script": "Cyrillic"}]}
+    pieces = {
+        "figures": figures,
+        "part-1-1": {"tokenizer": 1, "segmentation": np.ones((len(scripts.SCRIPTS), 5), dtype=int).tolist(),
+                     "visualizer": [[1, [11]], [0, [10]]], "checks": [[1, "b", [2]], [0, "a", [1]]]},
+        "part-1-0": {"tokenizer": 1, "segmentation": np.ones((len(scripts.SCRIPTS), 5), dtype=int).tolist(),
+                     "visualizer": [], "checks": [[-1, "x", [9]], [-1, "y", [8]]]},
+        "part-0-0": {"tokenizer": 0, "segmentation": np.zeros((len(scripts.SCRIPTS), 5), dtype=int).tolist(),
+                     "visualizer": [[0, [5]], [1, [6]]], "checks": [[-1, "x", [7]]]},
+    }
+    measures = combine_measures(pieces, [tokenizer, tokenizer], ["x"])
+    assert [doc["tokens"] for doc in measures["visualizer"]] == [[[5], [10]], [[6], [11]]]
+    assert measures["checks"] == [[{"text": "x", "ids": [7]}],
+                                  [{"text": "x", "ids": [9]}, {"text": "y", "ids": [8]},
+                                   {"text": "a", "ids": [1]}, {"text": "b", "ids": [2]}]]
+    assert np.array(measures["segmentation"]).sum(axis=(1, 2)).tolist() == [0, 2 * 5 * len(scripts.SCRIPTS)]
+    # A job without documents wrote no pieces: the check texts are encoded by the driver.
+    empty = combine_measures({}, [tokenizer], ["Привет"])
+    assert empty["checks"] == [[{"text": "Привет", "ids": tokenizer.encode("Привет")}]] and empty["visualizer"] == []
+    assert empty["sample_documents"] == 0 and empty["token_counts"] == [[0] * tokenizer.vocab_size]
+
+
+def test_a_visualizer_document_is_a_check_text_only_where_its_tokens_are_valid_utf8(tokenizer):
+    from transforms.report import _text
+
+    assert _text(tokenizer, tokenizer.encode("Привет, мир")) == "Привет, мир"
+    assert _text(tokenizer, tokenizer.encode(b"bad \xff")) is None
+    assert _text(tokenizer, tokenizer.encode("中")[:1]) is None or len(tokenizer.encode("中")) == 1
 
 
 def test_token_lengths_are_the_lengths_of_every_token(tokenizer):
@@ -113,15 +166,6 @@ def test_token_lengths_are_the_lengths_of_every_token(tokenizer):
 
     lengths = token_lengths(tokenizer)
     assert lengths.tolist() == [len(tokenizer.token_bytes(i)) for i in range(tokenizer.vocab_size)]
-
-
-def test_check_texts_are_the_given_ones_then_each_valid_visualizer_document(tokenizer):
-    from transforms.report import check_texts
-
-    valid, invalid = "Привет, мир", b"bad \xff"
-    visualizer = [{"tokens": [[0], tokenizer.encode(valid)]}, {"tokens": [[1], tokenizer.encode(invalid)]}]
-    assert check_texts(["a", "b"], visualizer, 1, tokenizer) == ["a", "b", valid]
-    assert check_texts([], visualizer, 0, tokenizer) == ["\x00", "\x01"]
 
 
 def test_a_batch_of_one_byte_characters_counts_its_invalid_bytes_as_fallback(tokenizer):

@@ -6,10 +6,12 @@ for the definitions), the batches' additive totals are merged by one
 CombineFn, and the merged result's sample (the documents with the smallest
 hash of file and record, so it does not depend on sharding) is segmented three
 ways (``transforms.report_sample``) in parts that the workers share: every part
-is one tokenizer's segmentation of some of the sample's documents, and the
-parts' tables add up. The step that turns the result into JSON sums them,
-picks the sample's documents for the visualizer and encodes the texts a page
-checks its own encoder against.
+is one tokenizer's segmentation of some of the sample's documents, with the
+tokens of the visualizer's documents among them and the IDs of the texts a page
+checks its own encoder against. The job's result is a few named pieces, the
+merged figures and one per part, that ``combine_measures`` puts together: the
+parts' tables add up. The driver does that after the job, so no step waits for
+all the parts.
 
 Workers read the tokenizer files themselves (any Beam filesystem) and check
 each one's SHA-256 against the one the driver read, so a file replaced while
@@ -20,7 +22,7 @@ them once for all its steps (``apache_beam.utils.shared``).
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import apache_beam as beam
 import numpy as np
@@ -33,13 +35,15 @@ from bpe.tokenizer import Tokenizer
 from transforms import metrics
 from transforms.report_figures import Figures, measure_batch
 from transforms.report_tokens import MeasuredTokenizer
-from transforms.report_sample import SEGMENTATION_FIELDS, Segmenter, visualizer_documents
+from transforms.report_sample import SEGMENTATION_FIELDS, Segmenter, visualizer_picks, visualizer_tokens
 
 # The sample is segmented in parts of about this many bytes per tokenizer (parts spread over
 # the workers; each call's arrays take several times its bytes).
 SAMPLE_PART_BYTES = 1 << 17
+# The tag of the sample's parts beside the merged figures.
+PARTS = "parts"
 
-__all__ = ["MeasureTokenizers", "figures_to_json"]
+__all__ = ["MeasureTokenizers", "combine_measures", "figures_to_json"]
 
 
 class _Loaded(list):
@@ -131,60 +135,128 @@ class _MergeFiguresFn(beam.CombineFn):
         return accumulator
 
 
-class _SegmentFn(beam.DoFn):
-    """(tokenizer index, documents) -> (tokenizer index, their segmentation table)."""
+class SamplePart(NamedTuple):
+    """Some of the sample's documents, to be segmented by one tokenizer.
 
-    def __init__(self, tokenizers: _Tokenizers):
-        self._spec = tokenizers
+    Attributes:
+      tokenizer: the tokenizer's index.
+      index: the part's number among that tokenizer's parts (0, 1, ...).
+      documents: the documents' prefixes (``report_figures.sample_prefix``).
+      shown: per document, its place among the visualizer's documents, or -1.
+    """
+
+    tokenizer: int
+    index: int
+    documents: list[bytes]
+    shown: list[int]
+
+
+class _SplitSampleFn(beam.DoFn):
+    """Once: the merged Figures -> their measures ("figures", as JSON) and, under the tag
+    PARTS, the sample's parts (``sample_parts``)."""
+
+    def __init__(self, tokenizers: int):
+        self._tokenizers = tokenizers
+
+    def process(self, figures: Figures):
+        picks = visualizer_picks(figures.sample)
+        measures = figures_to_json(figures)
+        measures["visualizer"] = [
+            {"script": SCRIPTS[script], "source": source, "file": file, "record": record, "bytes": length}
+            for (_, source, file, record, _, length), script in ((figures.sample[i], script) for i, script in picks)
+        ]
+        yield "figures", measures
+        for part in sample_parts(figures, self._tokenizers, [i for i, _ in picks]):
+            yield beam.pvalue.TaggedOutput(PARTS, part)
+
+
+class _SegmentFn(beam.DoFn):
+    """A SamplePart -> ("part-T-K", its measures): its segmentation table, the visualizer's
+    tokens of its shown documents and the page's check texts among them (with the fixed
+    check texts in each tokenizer's part 0), each with its IDs."""
+
+    def __init__(self, tokenizers: _Tokenizers, check_texts: Sequence[str]):
+        self._spec, self._check_texts = tokenizers, list(check_texts)
 
     def setup(self):
         self._tokenizers = self._spec.load()
         self._segmenters: dict[int, Segmenter] = {}
 
-    def process(self, part: tuple[int, list[bytes]]):
-        t, documents = part
+    def process(self, part: SamplePart):
+        t = part.tokenizer
+        tokenizer = self._tokenizers[t]
         if t not in self._segmenters:
-            self._segmenters[t] = Segmenter(self._tokenizers[t])
-        yield t, self._segmenters[t].count(documents)
-
-
-class _FinishFn(beam.DoFn):
-    """Once: the merged Figures (none for no documents) and the tables of the sample's parts ->
-    the JSON-able measures, with the sample's segmentation, the visualizer's documents and the
-    IDs of the check texts."""
-
-    def __init__(self, tokenizers: _Tokenizers, check_texts: Sequence[str], vocab_sizes: Sequence[int]):
-        self._spec, self._check_texts, self._vocab_sizes = tokenizers, list(check_texts), list(vocab_sizes)
-
-    def setup(self):
-        self._tokenizers = self._spec.load()
-
-    def process(self, _, merged: Sequence[Figures], segmented: Sequence[tuple[int, np.ndarray]]):
-        figures = merged[0] if merged else Figures.empty(self._vocab_sizes)
-        measures = figures_to_json(figures)
-        measures["segmentation"] = segmentation_tables(len(self._tokenizers), segmented).tolist()
-        measures["visualizer"] = visualizer_documents(figures.sample, self._tokenizers)
-        measures["checks"] = [
-            [{"text": text, "ids": tokenizer.encode_text(text)}
-             for text in check_texts(self._check_texts, measures["visualizer"], t, tokenizer.tokenizer)]
-            for t, tokenizer in enumerate(self._tokenizers)
+            self._segmenters[t] = Segmenter(tokenizer)
+        table, ids = self._segmenters[t].segment(part.documents)
+        shown = [(place, visualizer_tokens(tokenizer, ids[d])) for d, place in enumerate(part.shown) if place >= 0]
+        fixed = self._check_texts if part.index == 0 else []
+        checks = [[-1, text] for text in fixed] + [
+            [place, text] for place, tokens in shown
+            if (text := _text(tokenizer.tokenizer, tokens)) is not None
         ]
-        yield measures
+        for check in checks:
+            check.append(tokenizer.encode_text(check[1]))
+        yield f"part-{t}-{part.index}", {
+            "tokenizer": t, "segmentation": table.tolist(), "visualizer": shown, "checks": checks,
+        }
 
 
-def sample_parts(figures: Figures, tokenizers: int) -> list[tuple[int, list[bytes]]]:
+def _text(tokenizer: Tokenizer, tokens: list[int]) -> str | None:
+    """The text of the tokens, or None when it is not valid UTF-8 (a live box takes typed text)."""
+    try:
+        return tokenizer.decode_bytes(tokens).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def sample_parts(figures: Figures, tokenizers: int, shown: Sequence[int] = ()) -> list[SamplePart]:
     """The sample's documents (their prefixes) in parts of about SAMPLE_PART_BYTES, once per
-    tokenizer: (tokenizer index, documents), each document in one part per tokenizer."""
-    parts, part, size = [], [], 0
-    for *_, prefix, _ in figures.sample:
+    tokenizer, each document in one part per tokenizer; ``shown`` are the indices in the sample
+    of the visualizer's documents, in its order. Each tokenizer has a part 0, if need be empty."""
+    place = {i: p for p, i in enumerate(shown)}
+    parts: list[list[int]] = []
+    part: list[int] = []
+    size = 0
+    for i, (*_, prefix, _) in enumerate(figures.sample):
         if part and size + len(prefix) > SAMPLE_PART_BYTES:
             parts.append(part)
             part, size = [], 0
-        part.append(prefix)
+        part.append(i)
         size += len(prefix)
-    if part:
-        parts.append(part)
-    return [(t, documents) for t in range(tokenizers) for documents in parts]
+    parts.append(part)
+    return [
+        SamplePart(t, k, [figures.sample[i][4] for i in indices], [place.get(i, -1) for i in indices])
+        for t in range(tokenizers) for k, indices in enumerate(parts)
+    ]
+
+
+def combine_measures(pieces: dict[str, dict], tokenizers: Sequence[Tokenizer], check_texts: Sequence[str]) -> dict:
+    """The pieces the job wrote (by name) -> the measures (see ``MeasureTokenizers``).
+
+    No documents: no pieces; the measures are those of no documents, and the check
+    texts are encoded here.
+    """
+    vocab_sizes = [tokenizer.vocab_size for tokenizer in tokenizers]
+    measures = pieces.get("figures") or {**figures_to_json(Figures.empty(vocab_sizes)), "visualizer": []}
+    parts = [value for name, value in sorted(pieces.items()) if name.startswith("part-")]
+    measures["segmentation"] = segmentation_tables(
+        len(tokenizers), [(part["tokenizer"], np.array(part["segmentation"], dtype=np.int64)) for part in parts]
+    ).tolist()
+    for doc in measures["visualizer"]:
+        doc["tokens"] = [None] * len(tokenizers)
+    checks: list[list[tuple[int, str, list[int]]]] = [[] for _ in tokenizers]
+    for part in parts:
+        t = part["tokenizer"]
+        for place, tokens in part["visualizer"]:
+            measures["visualizer"][place]["tokens"][t] = tokens
+        checks[t] += [tuple(check) for check in part["checks"]]
+    if not parts:
+        checks = [[(-1, text, tokenizer.encode(text)) for text in check_texts] for tokenizer in tokenizers]
+    # The fixed texts first, in their order, then the visualizer's documents in theirs.
+    measures["checks"] = [
+        [{"text": text, "ids": ids} for _, text, ids in sorted(mine, key=lambda check: check[0])] for mine in checks
+    ]
+    return measures
 
 
 def segmentation_tables(tokenizers: int, segmented: Sequence[tuple[int, np.ndarray]]) -> np.ndarray:
@@ -193,17 +265,6 @@ def segmentation_tables(tokenizers: int, segmented: Sequence[tuple[int, np.ndarr
     for t, table in segmented:
         tables[t] += table
     return tables
-
-
-def check_texts(texts: Sequence[str], visualizer: Sequence[dict], index: int, tokenizer: Tokenizer) -> list[str]:
-    """The texts, then the text of every visualizer document's tokens by tokenizer ``index`` that is valid UTF-8."""
-    out = list(texts)
-    for doc in visualizer:
-        try:
-            out.append(tokenizer.decode_bytes(doc["tokens"][index]).decode("utf-8"))
-        except UnicodeDecodeError:
-            pass  # a live box takes typed text, which is always valid
-    return out
 
 
 def figures_to_json(figures: Figures) -> dict:
@@ -227,9 +288,10 @@ def figures_to_json(figures: Figures) -> dict:
 
 @dataclasses.dataclass
 class MeasureTokenizers(beam.PTransform):
-    """Documents -> a PCollection of one dict: the measures of every tokenizer on them.
+    """Documents -> the measures of every tokenizer on them, in named pieces (name, dict), as
+    {"figures": the one piece of the merged figures, PARTS: the pieces of the sample's parts}.
 
-    The dict holds, per source, per tokenizer and per class of
+    ``combine_measures`` turns the pieces into one dict. It holds, per source, per tokenizer and per class of
     ``bpe.scripts.SCRIPTS``, the tokens, bytes, characters and byte-level
     fallback tokens, the words per class, each tokenizer's count of every ID,
     and on the sample the pieces, bytes and token counts of BPE, greedy longest
@@ -287,18 +349,13 @@ class MeasureTokenizers(beam.PTransform):
             | "Merge" >> beam.CombineGlobally(_MergeFiguresFn(self._vocab_sizes, self.sample_documents))
             .without_defaults()
         )
+        split = merged | "SplitSample" >> beam.ParDo(_SplitSampleFn(len(self.tokenizer_paths))).with_outputs(
+            PARTS, main="figures"
+        )
         segmented = (
-            merged
-            | "SplitSample" >> beam.FlatMap(sample_parts, len(self.tokenizer_paths))
+            split[PARTS]
             | "Spread" >> beam.Reshuffle()
-            | "Segment" >> beam.ParDo(_SegmentFn(tokenizers))
+            | "Segment" >> beam.ParDo(_SegmentFn(tokenizers, self.check_texts))
         )
-        # One Finish, also without documents (when nothing is merged).
-        return (
-            documents.pipeline
-            | "Once" >> beam.Impulse()
-            | "Finish" >> beam.ParDo(
-                _FinishFn(tokenizers, self.check_texts, self._vocab_sizes),
-                beam.pvalue.AsList(merged), beam.pvalue.AsList(segmented),
-            )
-        )
+        # Two PCollections rather than one Flatten of them, which the runner would run as a stage of its own.
+        return {"figures": split.figures, PARTS: segmented}

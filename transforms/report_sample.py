@@ -16,12 +16,12 @@ from typing import Sequence
 import numpy as np
 
 from bpe.pretokenize import to_text
-from bpe.scripts import SCRIPTS, WRITING
+from bpe.scripts import WRITING
 from bpe.segmentation import Vocabulary
 from transforms.report_figures import N_CLASSES, document_classes
 from transforms.report_tokens import MeasuredTokenizer, text_span_classes
 
-__all__ = ["SEGMENTATION_FIELDS", "Segmenter", "visualizer_documents"]
+__all__ = ["SEGMENTATION_FIELDS", "Segmenter", "visualizer_picks", "visualizer_tokens"]
 
 # Columns of a segmentation table, per class.
 SEGMENTATION_FIELDS = ("pieces", "bytes", "bpe", "greedy", "fewest")
@@ -47,7 +47,11 @@ class Segmenter:
         )
 
     def count(self, documents: Sequence[bytes]) -> np.ndarray:
-        """int64 [class, SEGMENTATION_FIELDS] over the documents' pieces.
+        """int64 [class, SEGMENTATION_FIELDS] over the documents' pieces (``segment``'s table)."""
+        return self.segment(documents)[0]
+
+    def segment(self, documents: Sequence[bytes]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """(int64 [class, SEGMENTATION_FIELDS] over the documents' pieces, each document's BPE IDs).
 
         Each distinct piece is segmented once, and all of them together
         (``Vocabulary.counts``); BPE's tokens of a piece are those of the
@@ -55,27 +59,29 @@ class Segmenter:
         """
         split = self.tokenizer.tokenizer.pre_tokenizer.split
         pieces: list[str] = []  # every document's pieces, one after the other
-        ids = [np.zeros(0, dtype=np.uint32)]
+        ids = [self.tokenizer.encode(data) for data in documents]
         for data in documents:
             pieces += split(to_text(data)[0])
-            ids.append(self.tokenizer.encode(data))
         # A piece's bytes are its text's: lone surrogates stand for invalid bytes (surrogateescape).
-        index: dict[str, int] = {}
-        which = np.array([index.setdefault(piece, len(index)) for piece in pieces], dtype=np.int64)
-        unique = [piece.encode("utf-8", "surrogateescape") for piece in index]
+        distinct = list(dict.fromkeys(pieces))
+        index = dict(zip(distinct, range(len(distinct))))
+        which = np.fromiter(map(index.__getitem__, pieces), dtype=np.int64, count=len(pieces))
+        unique = [piece.encode("utf-8", "surrogateescape") for piece in distinct]
         lengths = np.array([len(piece) for piece in unique], dtype=np.int64)
-        token_ends = np.cumsum(self.tokenizer.lengths[np.concatenate(ids, dtype=np.intp)], dtype=np.int64)
+        token_ends = np.cumsum(self.tokenizer.lengths[np.concatenate([np.zeros(0, np.uint32), *ids], dtype=np.intp)],
+                               dtype=np.int64)
         piece_ends = np.cumsum(lengths[which])
         within = np.searchsorted(token_ends, piece_ends, side="right")
         if len(piece_ends) and not np.array_equal(token_ends[within - 1], piece_ends):
             raise ValueError("a token crosses a pre-token piece")
         bpe = np.diff(within, prepend=0)
         greedy, fewest = self.vocabulary.counts(unique)
-        script = text_span_classes(list(index))[which]
+        script = text_span_classes(distinct)[which]
         columns = (np.ones(len(which), dtype=np.int64), lengths[which], bpe, greedy[which], fewest[which])
-        return np.stack(
+        table = np.stack(
             [np.bincount(script, weights=column, minlength=N_CLASSES) for column in columns], axis=1
         ).astype(np.int64)
+        return table, ids
 
 
 def dominant_classes(documents: Sequence[bytes]) -> list[int]:
@@ -89,29 +95,19 @@ def dominant_classes(documents: Sequence[bytes]) -> list[int]:
     ]
 
 
-def visualizer_documents(
-    sample: Sequence[tuple[bytes, str, str, int, bytes, int]], tokenizers: Sequence[MeasuredTokenizer]
-) -> list[dict]:
-    """Up to DOCUMENTS_PER_SCRIPT sample documents per dominant script, each tokenized by every tokenizer.
-
-    Each shows the tokens of its sample prefix (``report_figures.sample_prefix``)
-    that end within its first VISUALIZER_BYTES bytes (per tokenizer).
-    """
-    chosen: dict[int, list] = {}
-    for script, (_, source, file, record, data, length) in zip(dominant_classes([s[4] for s in sample]), sample):
+def visualizer_picks(sample: Sequence[tuple[bytes, str, str, int, bytes, int]]) -> list[tuple[int, int]]:
+    """The visualizer's documents: up to DOCUMENTS_PER_SCRIPT non-empty sample documents per
+    dominant script, as (index in the sample, script), by script, then in sample order."""
+    chosen: dict[int, list[int]] = {}
+    for i, (script, entry) in enumerate(zip(dominant_classes([s[4] for s in sample]), sample)):
         picked = chosen.setdefault(script, [])
-        if len(picked) < DOCUMENTS_PER_SCRIPT and data:
-            picked.append((source, file, record, data, length))
-    out = []
-    for script in sorted(chosen):
-        for source, file, record, data, length in chosen[script]:
-            tokens = []
-            for tokenizer in tokenizers:
-                ids = tokenizer.encode(data)
-                ends = np.cumsum(tokenizer.lengths[ids])
-                tokens.append(ids[ends <= VISUALIZER_BYTES].tolist())
-            out.append(
-                {"script": SCRIPTS[script], "source": source, "file": file, "record": record,
-                 "bytes": length, "tokens": tokens}
-            )
-    return out
+        if len(picked) < DOCUMENTS_PER_SCRIPT and entry[4]:
+            picked.append(i)
+    return [(i, script) for script in sorted(chosen) for i in chosen[script]]
+
+
+def visualizer_tokens(tokenizer: MeasuredTokenizer, ids: np.ndarray) -> list[int]:
+    """The visualizer's tokens of a sample document whose IDs are ``ids``: those that end
+    within its first VISUALIZER_BYTES bytes."""
+    ends = np.cumsum(tokenizer.lengths[ids.astype(np.intp, copy=False)])
+    return ids[ends <= VISUALIZER_BYTES].tolist()
