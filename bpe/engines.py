@@ -319,6 +319,22 @@ class AcceleratedEngine:
         out.frombytes(view.cast("B"))  # uint32: its buffer, no int per token
         return out
 
+    def takes(self, code_points) -> bool:
+        """Whether the accelerator takes every valid text made of these code points (a numpy array):
+        its guard rejects none of them. A caller that has them already spares each text the check."""
+        return not self.accelerator.guard.rejects_code_points(code_points)
+
+    def encode_taken(self, data: bytes):
+        """The IDs of valid UTF-8 bytes of at most ``chunking.CHUNK_SIZE`` whose code points the
+        accelerator ``takes``, by the accelerator alone (a uint32 numpy array)."""
+        import numpy as np
+
+        if hasattr(self.accelerator, "encode_utf8"):
+            ids = self.accelerator.encode_utf8(data, None)
+        else:
+            ids = self.accelerator.encode(data.decode("utf-8"))
+        return np.asarray(ids, dtype=np.uint32)
+
     def _accelerated(self, data: str | bytes):
         """The accelerator's IDs, or None: the next engine's document."""
         if isinstance(data, bytes) and hasattr(self.accelerator, "encode_utf8"):

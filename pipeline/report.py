@@ -56,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--sample-documents", type=int, default=200,
-        help="documents in the sample (their first 8 KB) segmented three ways and shown in the "
+        help="documents in the sample (their first 4 KB) segmented three ways and shown in the "
         "visualizer (default 200)",
     )
     parser.add_argument(

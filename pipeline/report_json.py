@@ -20,6 +20,7 @@ import numpy as np
 
 from bpe.pretokenize import PRESETS
 from bpe.tokenizer import Tokenizer
+from transforms.report_figures import SAMPLE_BYTES
 from transforms.report_tokens import token_lengths
 
 FORMAT = "beam-bpe report 1"
@@ -155,6 +156,7 @@ def build_report(
             "characters": int(all_counts[0, 2].sum()) if len(tokenizers) else 0,
             "words": int(all_words.sum()), "sources": len(sources),
             "sample_documents": measures["sample_documents"],
+            "sample_bytes_per_document": SAMPLE_BYTES,
         },
         "tokenizers": report_tokenizers,
         "comparison": _comparison(all_counts, classes),

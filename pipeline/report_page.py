@@ -170,9 +170,10 @@ def _vocabulary(report: dict) -> str:
 
 
 def _segmentation(report: dict) -> str:
-    parts = [f'<p class="note">On the sample of {report["corpus"]["sample_documents"]:,} documents (the first 8 KB '
-             "of each), within the same pre-token pieces: BPE's tokens, greedy longest match's, and the fewest "
-             "possible with the same vocabulary.</p>"]
+    corpus = report["corpus"]
+    parts = [f'<p class="note">On the sample of {corpus["sample_documents"]:,} documents (the first '
+             f'{corpus["sample_bytes_per_document"]:,} bytes of each), within the same pre-token pieces: '
+             "BPE's tokens, greedy longest match's, and the fewest possible with the same vocabulary.</p>"]
     for t, tok in enumerate(report["tokenizers"]):
         seg = tok["segmentation"]
         rows = [*((r["script"], r) for r in seg["by_script"]), ("all", seg["total"])]

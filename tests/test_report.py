@@ -193,7 +193,7 @@ def test_vocabulary_use_equals_a_plain_count(generated, tokenizers):
 
 
 def sample_of(files, size):
-    """The sample: the documents with the smallest hashes of file and record, cut to 8 KB at a character."""
+    """The sample: the documents with the smallest hashes of file and record, cut to SAMPLE_BYTES at a character."""
     keyed = sorted(
         (hashlib.blake2b(f"{path}\0{record}".encode(), digest_size=8).digest(), path, record, cut(data))
         for path, record, data in documents(files)
@@ -201,7 +201,10 @@ def sample_of(files, size):
     return keyed[:size]
 
 
-def cut(data: bytes, limit: int = 8192) -> bytes:
+def cut(data: bytes, limit: int | None = None) -> bytes:
+    from transforms.report_figures import SAMPLE_BYTES
+
+    limit = SAMPLE_BYTES if limit is None else limit
     if len(data) <= limit:
         return data
     end = limit
@@ -221,8 +224,11 @@ def test_the_sample_keeps_whole_characters_of_long_documents():
 
 def test_segmentation_on_the_sample_equals_brute_force(generated, tokenizers):
     result, _, files = generated
+    from transforms.report_figures import SAMPLE_BYTES
+
     sample = sample_of(files, SAMPLE)
     assert result["corpus"]["sample_documents"] == SAMPLE
+    assert result["corpus"]["sample_bytes_per_document"] == SAMPLE_BYTES
     for entry, path in zip(result["tokenizers"], tokenizers):
         tok = load(path)
         tokens = {tok.token_bytes(i) for i in range(256 + len(tok.merges))}
@@ -383,6 +389,7 @@ def test_page_tables_show_report_json_numbers_and_embed_it(generated):
         never = [r for r in parser.tables[f"never_produced-{t}"] if r]
         assert [int(r[0][1]) for r in never] == [x["id"] for x in entry["vocabulary"]["never_produced"]["tokens"][:200]]
     assert page.count("<svg") >= 8
+    assert f"(the first {result['corpus']['sample_bytes_per_document']:,} bytes of each)" in page
 
 
 def test_every_preset_pattern_has_an_exact_javascript_form():

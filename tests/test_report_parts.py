@@ -248,3 +248,25 @@ def test_text_span_classes_equal_class_of_span_of_classify():
     assert text_span_classes(["\u0301"]).tolist() == [scripts.OTHER]  # no character that is not combining
     with pytest.raises(ValueError, match="never empty"):
         text_span_classes(["a", ""])
+
+
+def test_a_batch_encoded_from_its_code_points_gives_each_documents_ids(tokenizer, monkeypatch):
+    from bpe import chunking
+    from bpe.engines import AcceleratedEngine
+    from transforms.report_tokens import MeasuredTokenizer
+
+    measured = MeasuredTokenizer(tokenizer)
+    documents = [line for line in stdlib_lines()[:200]] + [l.encode() for l in MULTILINGUAL_LINES] + [b"", "x" * 5000]
+    documents[-1] = documents[-1].encode()
+    guarded = [*documents[:3], "Armenian \u0558 here".encode()]  # U+0558: a code point gigatoken lacks
+    monkeypatch.setattr("transforms.report_tokens.CHUNK_SIZE", 4096)  # the long document goes the usual way
+    for docs in (documents, guarded):
+        code_points = np.frombuffer(b"".join(docs).decode("utf-8").encode("utf-32-le"), dtype=np.uint32)
+        got = measured.encode_valid(docs, code_points)
+        assert [ids.tolist() for ids in got] == [tokenizer.encode(d) for d in docs]
+        assert all(ids.dtype == np.uint32 for ids in got)
+    engine = tokenizer.engine
+    if isinstance(engine, AcceleratedEngine):  # the accelerated configuration
+        assert engine.takes(np.array([ord(c) for c in "hello Привет 中文"], dtype=np.uint32))
+        assert not engine.takes(np.array([ord("a"), 0x558], dtype=np.uint32))
+        assert engine.encode_taken("Привет, мир".encode()).tolist() == tokenizer.encode("Привет, мир")

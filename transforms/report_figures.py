@@ -39,8 +39,9 @@ from transforms.report_tokens import MeasuredTokenizer, text_span_classes
 __all__ = ["Figures", "Quantity", "document_classes", "measure_batch", "span_classes"]
 
 N_CLASSES = len(SCRIPTS)
-# The sample keeps at most this many bytes of each document (see sample_prefix).
-SAMPLE_BYTES = 8192
+# The sample keeps at most this many bytes of each document (see sample_prefix): enough for
+# the visualizer and for the segmentations' figures, whose cost grows with the sample's bytes.
+SAMPLE_BYTES = 4096
 WHITESPACE = SCRIPTS.index("whitespace")
 _IS_WRITING = np.zeros(256, dtype=bool)
 _IS_WRITING[list(WRITING)] = True
@@ -137,6 +138,8 @@ class _Batch:
     Characters never cross documents (each is decoded on its own).
 
     Attributes:
+      code_points: uint32 per character (a lone surrogate for each invalid byte).
+      valid: whether every document is valid UTF-8.
       classes: uint8 class index per character (combining characters resolved).
       document_starts: bool per character, True at each document's first.
       per_document: characters per document.
@@ -150,8 +153,8 @@ class _Batch:
     def __init__(self, datas: Sequence[bytes]):
         decoded = [decode(data) for data in datas]
         text = "".join(t for t, _ in decoded)
-        valid = all(ok for _, ok in decoded)
-        cps = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        self.valid = valid = all(ok for _, ok in decoded)
+        self.code_points = cps = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         n = len(cps)
         self.per_document = np.array([len(t) for t, _ in decoded], dtype=np.int64)
         starts = np.zeros(n + 1, dtype=bool)
@@ -258,8 +261,14 @@ def measure_batch(
     size = len(names) * N_CLASSES
 
     counts = np.zeros((len(tokenizers), 4, size), dtype=np.int64)
+    datas = [data for _, data in documents]
     for t, tokenizer in enumerate(tokenizers):
-        per_doc = encoded[t] if encoded is not None else [tokenizer.encode(data) for _, data in documents]
+        if encoded is not None:
+            per_doc = encoded[t]
+        elif batch.valid:  # the batch's code points, known here, spare the engine its own checks
+            per_doc = tokenizer.encode_valid(datas, batch.code_points)
+        else:
+            per_doc = [tokenizer.encode(data) for data in datas]
         token_sources = np.repeat(doc_sources, [len(d) for d in per_doc]) if len(names) > 1 else None
         counts[t], id_counts = _token_counts(tokenizer, batch, np.concatenate(per_doc, dtype=np.intp),
                                              token_sources, len(names))

@@ -91,5 +91,10 @@ class CodePointGuard:
             return False
         import numpy as np
 
-        code_points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        return self.rejects_code_points(np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32))
+
+    def rejects_code_points(self, code_points) -> bool:
+        """``rejects`` of the text of these code points (an integer numpy array)."""
+        import numpy as np
+
         return bool(np.take(_table(self.ranges), code_points).any())
