@@ -144,8 +144,10 @@ class _Batch:
       document_starts: bool per character, True at each document's first.
       per_document: characters per document.
       size: bytes in the batch.
-      char_starts: int64 per character and one more, ``size``: the byte where
-        it starts (increasing); None when every byte is a character (ASCII).
+      char_start: bool per byte and one more (True, at ``size``): whether a
+        character starts there; None when every byte is a character (ASCII).
+      chars_before: per byte position 0..size, how many characters start
+        before it; None when every byte is a character.
       valid_before: ``valid_before[i]``: the valid characters among the first
         i; None when all are valid.
     """
@@ -162,21 +164,22 @@ class _Batch:
         self.document_starts = starts[:n]
         self.classes = _resolve_inherited(classes_of(cps), self.document_starts)
         self.size = sum(len(data) for data in datas)
-        self.char_starts = None
-        if self.size != n and valid:  # character starts are the bytes that are not 10xxxxxx
-            signed = np.frombuffer(b"".join(datas), dtype=np.int8)  # 10xxxxxx: -128..-65
-            self.char_starts = np.append(np.flatnonzero(signed >= -64), self.size)
-        elif self.size != n:  # a lone surrogate stands for one invalid byte (surrogateescape)
-            lengths = np.where(cps < 0x80, 1, np.where(cps < 0x800, 2, np.where(cps < 0x10000, 3, 4)))
-            lengths[(cps >= 0xD800) & (cps < 0xE000)] = 1
-            self.char_starts = np.append(np.cumsum(lengths) - lengths, self.size)
+        self.char_start = self.chars_before = None
+        if self.size != n:
+            if valid:  # character starts are the bytes that are not 10xxxxxx
+                starting = np.frombuffer(b"".join(datas), dtype=np.int8) >= -64  # 10xxxxxx: -128..-65
+            else:  # a lone surrogate stands for one invalid byte (surrogateescape)
+                lengths = np.where(cps < 0x80, 1, np.where(cps < 0x800, 2, np.where(cps < 0x10000, 3, 4)))
+                lengths[(cps >= 0xD800) & (cps < 0xE000)] = 1
+                starting = np.zeros(self.size, dtype=bool)
+                starting[np.cumsum(lengths) - lengths] = True
+            self.char_start = np.append(starting, True)
+            self.chars_before = _before(starting)
         self.valid_before = None if valid else _before(self.classes != INVALID)
 
     def _chars_before(self, byte_positions: np.ndarray) -> np.ndarray:
         """How many characters start before each byte position (0..size)."""
-        if self.char_starts is None:
-            return byte_positions
-        return np.searchsorted(self.char_starts, byte_positions)
+        return byte_positions if self.chars_before is None else self.chars_before[byte_positions]
 
     def spans(self, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per byte span [start, end): its class (``bpe.scripts.class_of_span``: the class of the
@@ -186,12 +189,12 @@ class _Batch:
         characters = last - first
         valid = characters if self.valid_before is None else self.valid_before[last] - self.valid_before[first]
         # A span ending inside a character does not hold that (last begun) character whole.
-        inside = ends != (ends if self.char_starts is None else self.char_starts[last])
+        inside = False if self.char_start is None else ~self.char_start[ends]
         classes = self.classes[last - 1].astype(np.int64)  # the last character begun before the end
         space = np.flatnonzero(classes == WHITESPACE)
         holding = first[space]  # the character starting at the first byte, else the one before it
-        if self.char_starts is not None:
-            holding -= self.char_starts[holding] != starts[space]
+        if self.char_start is not None:
+            holding -= ~self.char_start[starts[space]]
         classes[space] = self.classes[holding]
         return classes, characters, (valid - inside) <= 0
 
