@@ -1,13 +1,15 @@
 """``beam-bpe report``: the job against ``beam-bpe encode``, and the page in headless Chromium.
 
-    python -m benchmarks.bench_report [--mb 50] [--workers 2] [--page-vocab 100000] [--skip-job] [--skip-page]
+    python -m benchmarks.bench_report [--mb 50] [--workers 2] [--repeat 1] [--page-vocab 100000] [--skip-job] [--skip-page]
 
 1. ``beam-bpe report`` with two tokenizers (32k merges, gpt2 and cl100k
    patterns) on >= 50 MB of real text in 8 JSON Lines shards, DirectRunner
    with N workers, wall clock including start-up; against ``beam-bpe encode``
    of the same shards with one of them. The goal is a ratio of at most 1.5.
    Beside the wall clock, the CPU time of each command and its workers: on a
-   shared machine their ratio moves less than the wall clock's.
+   shared machine their ratio moves less than the wall clock's. With
+   ``--repeat N`` the two commands run N times in turn, and the ratio is that
+   of the medians.
 2. The page of a report made with a tokenizer of about ``--page-vocab`` IDs
    (trained with ``bpe.train`` on the corpus's word counts, cached): the time
    from navigation until the live box is ready, and the time to encode and show
@@ -23,6 +25,8 @@ import argparse
 import json
 import os
 import resource
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -57,7 +61,7 @@ def timed(command: list[str]) -> tuple[float, float]:
     return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def bench_job(docs: list[str], tokenizers: list[str], workers: int, work: str) -> None:
+def bench_job(docs: list[str], tokenizers: list[str], workers: int, work: str, repeat: int = 1) -> None:
     os.makedirs(os.path.join(work, "corpus"))
     for shard in range(8):
         with open(os.path.join(work, "corpus", f"part-{shard}.jsonl"), "w", encoding="utf-8") as f:
@@ -65,19 +69,33 @@ def bench_job(docs: list[str], tokenizers: list[str], workers: int, work: str) -
                 f.write(json.dumps({"text": doc}, ensure_ascii=False) + "\n")
     inputs = os.path.join(work, "corpus", "*.jsonl")
     runner = ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"]
-    encode_s, encode_cpu = timed([*BEAM_BPE, "encode", "--tokenizer", tokenizers[0], "--input", inputs,
-                                  "--output", os.path.join(work, "shards"), *runner])
-    report_s, report_cpu = timed([*BEAM_BPE, "report", *(f"--tokenizer={t}" for t in tokenizers), "--input", inputs,
-                                  "--output", os.path.join(work, "report"), *runner])
+    encodes, reports = [], []
+    for run in range(repeat):
+        for out in ("shards", "report"):
+            shutil.rmtree(os.path.join(work, out), ignore_errors=True)
+        encodes.append(timed([*BEAM_BPE, "encode", "--tokenizer", tokenizers[0], "--input", inputs,
+                              "--output", os.path.join(work, "shards"), *runner]))
+        reports.append(timed([*BEAM_BPE, "report", *(f"--tokenizer={t}" for t in tokenizers), "--input", inputs,
+                              "--output", os.path.join(work, "report"), *runner]))
+        if repeat > 1:
+            print(f"run {run + 1}: encode {encodes[-1][0]:.2f} s, report {reports[-1][0]:.2f} s, "
+                  f"ratio {reports[-1][0] / encodes[-1][0]:.2f}", flush=True)
+    (encode_s, encode_cpu), (report_s, report_cpu) = _medians(encodes), _medians(reports)
     report = json.load(open(os.path.join(work, "report", "report.json")))
     stats = json.load(open(os.path.join(work, "shards", "stats.json")))
     assert report["tokenizers"][0]["total"]["tokens"] == stats["tokens"]
     mb = report["corpus"]["bytes"] / 1e6
+    if repeat > 1:
+        print(f"medians of {repeat} runs:")
     print(f"beam-bpe encode, 1 tokenizer, {workers} workers: {encode_s:.1f} s ({mb / encode_s:.2f} MB/s), "
           f"{encode_cpu:.1f} s CPU")
     print(f"beam-bpe report, {len(tokenizers)} tokenizers, {workers} workers: {report_s:.1f} s ({mb / report_s:.2f} MB/s), "
           f"{report_cpu:.1f} s CPU; ratio report/encode {report_s / encode_s:.2f} (goal <= 1.5), "
           f"CPU {report_cpu / encode_cpu:.2f}")
+
+
+def _medians(runs: list[tuple[float, float]]) -> tuple[float, float]:
+    return statistics.median(s for s, _ in runs), statistics.median(c for _, c in runs)
 
 
 def bench_page(docs: list[str], tokenizer: str, work: str) -> None:
@@ -112,6 +130,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=50)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=1, help="run encode and report this many times in turn")
     parser.add_argument("--vocab", type=int, default=32000)
     parser.add_argument("--page-vocab", type=int, default=100_000)
     parser.add_argument("--skip-job", action="store_true")
@@ -123,7 +142,7 @@ def main(argv=None) -> None:
     work = tempfile.mkdtemp(prefix="bench-report-")
     if not args.skip_job:
         tokenizers = [cached_tokenizer(f"report-tokenizer-{args.vocab}-{p}", train_docs, args.vocab, p) for p in ("gpt2", "cl100k")]
-        bench_job(docs, tokenizers, args.workers, work)
+        bench_job(docs, tokenizers, args.workers, work, args.repeat)
     if not args.skip_page:
         page_tokenizer = cached_tokenizer(f"report-tokenizer-{args.page_vocab}-gpt2", docs, args.page_vocab, "gpt2")
         bench_page(docs, page_tokenizer, work)
