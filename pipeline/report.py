@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -29,7 +28,7 @@ from pipeline import outputs, progress
 from pipeline.errors import UserError
 from pipeline.report_json import build_report
 from pipeline.report_measures import read_measures, write_measures
-from pipeline.report_page import CHECK_TEXTS, live_patterns, render_page
+from pipeline.report_page import CHECK_TEXTS, live_pattern, render_page
 from pipeline.runners import describe_runner, new_pipeline, pipeline_options
 from transforms.dead_letters import WriteDeadLetters
 from transforms.read import FORMATS, ReadDocuments, match_inputs
@@ -85,20 +84,17 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     measures = read.documents | "Measure" >> MeasureTokenizers(
         tokenizer_paths, proofs=proofs, source_field=args.source_field,
         sample_documents=args.sample_documents, vocab_sizes=[t.vocab_size for t in tokenizers],
-        check_texts=CHECK_TEXTS,
+        check_texts=CHECK_TEXTS, per_tokenizer=live_pattern,
     )
     for name, pieces in measures.items():
         _ = pieces | f"WriteMeasures/{name}" >> beam.Map(write_measures, staging)
     _ = read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(staging)
-    with ThreadPoolExecutor(1) as pool:
-        # The page's patterns are translated while the job runs: the regex module, which
-        # matches every code point against them, lets other threads run meanwhile.
-        patterns = pool.submit(live_patterns, tokenizers)
-        progress.Progress("report", "measure", files=args.files, enabled=not args.no_progress,
-                          every=args.progress_every).run(p)
-        patterns = patterns.result()
+    progress.Progress("report", "measure", files=args.files, enabled=not args.no_progress,
+                      every=args.progress_every).run(p)
 
-    measures = combine_measures(read_measures(staging), tokenizers, CHECK_TEXTS)
+    # The page's patterns come translated by the job's workers (see MeasureTokenizers' per_tokenizer).
+    measures = combine_measures(read_measures(staging), tokenizers, CHECK_TEXTS, live_pattern)
+    patterns = measures["per_tokenizer"]
     dead_letters = len(outputs.read_dead_letters(staging))
     report = build_report(measures, tokenizers, tokenizer_paths, args.input, dead_letters, args.rare_below)
     page = render_page(report, tokenizers, measures["checks"], patterns)

@@ -228,14 +228,16 @@ def _visualizer(report: dict, tokenizers: Sequence[Tokenizer]) -> str:
 
 
 def live_patterns(tokenizers: Sequence[Tokenizer]) -> list[tuple[str | None, str | None]]:
-    """Per tokenizer, the live box's (JavaScript pattern, None), or (None, why there is none)."""
-    out = []
-    for tok in tokenizers:
-        try:
-            out.append((to_javascript(tok.pattern), None))
-        except UnsupportedPattern as e:
-            out.append((None, str(e)))
-    return out
+    """Per tokenizer, ``live_pattern``."""
+    return [live_pattern(tok) for tok in tokenizers]
+
+
+def live_pattern(tok: Tokenizer) -> tuple[str | None, str | None]:
+    """The live box's (JavaScript pattern, None) for the tokenizer, or (None, why there is none)."""
+    try:
+        return to_javascript(tok.pattern), None
+    except UnsupportedPattern as e:
+        return None, str(e)
 
 
 def _tokenizer_data(

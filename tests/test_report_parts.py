@@ -137,18 +137,20 @@ def test_combined_pieces_put_visualizer_tokens_and_checks_in_place(tokenizer):
         "part-1-1": {"tokenizer": 1, "segmentation": np.ones((len(scripts.SCRIPTS), 5), dtype=int).tolist(),
                      "visualizer": [[1, [11]], [0, [10]]], "checks": [[1, "b", [2]], [0, "a", [1]]]},
         "part-1-0": {"tokenizer": 1, "segmentation": np.ones((len(scripts.SCRIPTS), 5), dtype=int).tolist(),
-                     "visualizer": [], "checks": [[-1, "x", [9]], [-1, "y", [8]]]},
+                     "visualizer": [], "checks": [[-1, "x", [9]], [-1, "y", [8]]], "per_tokenizer": "one"},
         "part-0-0": {"tokenizer": 0, "segmentation": np.zeros((len(scripts.SCRIPTS), 5), dtype=int).tolist(),
-                     "visualizer": [[0, [5]], [1, [6]]], "checks": [[-1, "x", [7]]]},
+                     "visualizer": [[0, [5]], [1, [6]]], "checks": [[-1, "x", [7]]], "per_tokenizer": "zero"},
     }
-    measures = combine_measures(pieces, [tokenizer, tokenizer], ["x"])
+    measures = combine_measures(pieces, [tokenizer, tokenizer], ["x"], per_tokenizer=lambda tok: "driver")
+    assert measures["per_tokenizer"] == ["zero", "one"]  # each tokenizer's part 0 made its own
     assert [doc["tokens"] for doc in measures["visualizer"]] == [[[5], [10]], [[6], [11]]]
     assert measures["checks"] == [[{"text": "x", "ids": [7]}],
                                   [{"text": "x", "ids": [9]}, {"text": "y", "ids": [8]},
                                    {"text": "a", "ids": [1]}, {"text": "b", "ids": [2]}]]
     assert np.array(measures["segmentation"]).sum(axis=(1, 2)).tolist() == [0, 2 * 5 * len(scripts.SCRIPTS)]
     # A job without documents wrote no pieces: the check texts are encoded by the driver.
-    empty = combine_measures({}, [tokenizer], ["Привет"])
+    empty = combine_measures({}, [tokenizer], ["Привет"], per_tokenizer=lambda tok: tok.vocab_size)
+    assert empty["per_tokenizer"] == [tokenizer.vocab_size]
     assert empty["checks"] == [[{"text": "Привет", "ids": tokenizer.encode("Привет")}]] and empty["visualizer"] == []
     assert empty["sample_documents"] == 0 and empty["token_counts"] == [[0] * tokenizer.vocab_size]
 

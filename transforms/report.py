@@ -22,7 +22,7 @@ them once for all its steps (``apache_beam.utils.shared``).
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import apache_beam as beam
 import numpy as np
@@ -173,10 +173,11 @@ class _SplitSampleFn(beam.DoFn):
 class _SegmentFn(beam.DoFn):
     """A SamplePart -> ("part-T-K", its measures): its segmentation table, the visualizer's
     tokens of its shown documents and the page's check texts among them (with the fixed
-    check texts in each tokenizer's part 0), each with its IDs."""
+    check texts in each tokenizer's part 0), each with its IDs; part 0 also holds
+    ``per_tokenizer`` of its tokenizer."""
 
-    def __init__(self, tokenizers: _Tokenizers, check_texts: Sequence[str]):
-        self._spec, self._check_texts = tokenizers, list(check_texts)
+    def __init__(self, tokenizers: _Tokenizers, check_texts: Sequence[str], per_tokenizer: Callable | None):
+        self._spec, self._check_texts, self._per_tokenizer = tokenizers, list(check_texts), per_tokenizer
 
     def setup(self):
         self._tokenizers = self._spec.load()
@@ -196,9 +197,10 @@ class _SegmentFn(beam.DoFn):
         ]
         for check in checks:
             check.append(tokenizer.encode_text(check[1]))
-        yield f"part-{t}-{part.index}", {
-            "tokenizer": t, "segmentation": table.tolist(), "visualizer": shown, "checks": checks,
-        }
+        piece = {"tokenizer": t, "segmentation": table.tolist(), "visualizer": shown, "checks": checks}
+        if part.index == 0 and self._per_tokenizer is not None:
+            piece["per_tokenizer"] = self._per_tokenizer(tokenizer.tokenizer)
+        yield f"part-{t}-{part.index}", piece
 
 
 def _text(tokenizer: Tokenizer, tokens: list[int]) -> str | None:
@@ -230,11 +232,13 @@ def sample_parts(figures: Figures, tokenizers: int, shown: Sequence[int] = ()) -
     ]
 
 
-def combine_measures(pieces: dict[str, dict], tokenizers: Sequence[Tokenizer], check_texts: Sequence[str]) -> dict:
-    """The pieces the job wrote (by name) -> the measures (see ``MeasureTokenizers``).
+def combine_measures(pieces: dict[str, dict], tokenizers: Sequence[Tokenizer], check_texts: Sequence[str],
+                     per_tokenizer: Callable | None = None) -> dict:
+    """The pieces the job wrote (by name) -> the measures (see ``MeasureTokenizers``, which
+    took the same ``check_texts`` and ``per_tokenizer``).
 
     No documents: no pieces; the measures are those of no documents, and the check
-    texts are encoded here.
+    texts are encoded here, and ``per_tokenizer`` called here.
     """
     vocab_sizes = [tokenizer.vocab_size for tokenizer in tokenizers]
     measures = pieces.get("figures") or {**figures_to_json(Figures.empty(vocab_sizes)), "visualizer": []}
@@ -250,8 +254,15 @@ def combine_measures(pieces: dict[str, dict], tokenizers: Sequence[Tokenizer], c
         for place, tokens in part["visualizer"]:
             measures["visualizer"][place]["tokens"][t] = tokens
         checks[t] += [tuple(check) for check in part["checks"]]
+    if per_tokenizer is not None:
+        measures["per_tokenizer"] = [None] * len(tokenizers)
+        for part in parts:
+            if "per_tokenizer" in part:
+                measures["per_tokenizer"][part["tokenizer"]] = part["per_tokenizer"]
     if not parts:
         checks = [[(-1, text, tokenizer.encode(text)) for text in check_texts] for tokenizer in tokenizers]
+        if per_tokenizer is not None:
+            measures["per_tokenizer"] = [per_tokenizer(tokenizer) for tokenizer in tokenizers]
     # The fixed texts first, in their order, then the visualizer's documents in theirs.
     measures["checks"] = [
         [{"text": text, "ids": ids} for _, text, ids in sorted(mine, key=lambda check: check[0])] for mine in checks
@@ -315,6 +326,9 @@ class MeasureTokenizers(beam.PTransform):
         processor's caches are measured fastest.
       vocab_sizes: each tokenizer's ``vocab_size``, when the driver has loaded them.
       check_texts: texts whose IDs by every tokenizer the measures carry.
+      per_tokenizer: a function of a Tokenizer whose JSON-able result for every
+        tokenizer the measures carry (``per_tokenizer``), called on a worker, so
+        that the driver does not spend its time on it while it runs the job.
     """
 
     tokenizer_paths: Sequence[str]
@@ -324,6 +338,7 @@ class MeasureTokenizers(beam.PTransform):
     batch_bytes: int = 1 << 18
     vocab_sizes: Sequence[int] = ()
     check_texts: Sequence[str] = ()
+    per_tokenizer: Callable | None = None
 
     def __post_init__(self):
         super().__init__()
@@ -355,7 +370,7 @@ class MeasureTokenizers(beam.PTransform):
         segmented = (
             split[PARTS]
             | "Spread" >> beam.Reshuffle()
-            | "Segment" >> beam.ParDo(_SegmentFn(tokenizers, self.check_texts))
+            | "Segment" >> beam.ParDo(_SegmentFn(tokenizers, self.check_texts, self.per_tokenizer))
         )
         # Two PCollections rather than one Flatten of them, which the runner would run as a stage of its own.
         return {"figures": split.figures, PARTS: segmented}
