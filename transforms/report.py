@@ -161,10 +161,12 @@ class _SplitSampleFn(beam.DoFn):
     def process(self, figures: Figures):
         picks = visualizer_picks(figures.sample)
         measures = figures_to_json(figures)
-        measures["visualizer"] = [
-            {"script": SCRIPTS[script], "source": source, "file": file, "record": record, "bytes": length}
-            for (_, source, file, record, _, length), script in ((figures.sample[i], script) for i, script in picks)
-        ]
+        measures["visualizer"] = []  # each document's tokens come with the part that holds it
+        for i, script in picks:
+            _, source, file, record, _, length = figures.sample[i]
+            measures["visualizer"].append(
+                {"script": SCRIPTS[script], "source": source, "file": file, "record": record, "bytes": length}
+            )
         yield "figures", measures
         for part in sample_parts(figures, self._tokenizers, [i for i, _ in picks]):
             yield beam.pvalue.TaggedOutput(PARTS, part)
