@@ -311,6 +311,22 @@ def test_two_workers_give_the_same_report(generated, tokenizers, tmp_path):
     assert read_report(again) == result
 
 
+def test_pieces_a_killed_run_left_never_enter_the_rerun(generated, tokenizers, tmp_path):
+    result, out, files = generated
+    again = tmp_path / "again"
+    argv = [*(f"--tokenizer={t}" for t in tokenizers), f"--input={os.path.dirname(files[0])}/**", f"--output={again}",
+            f"--sample-documents={SAMPLE}", f"--rare-below={RARE_BELOW}", *IN_MEMORY]
+    assert report(*argv) == 0
+    # As a run killed after its job wrote its pieces leaves the directory: no report.json, a staging dir.
+    (again / "report.json").unlink()
+    stale = again / ".staging" / "measures"
+    stale.mkdir(parents=True)
+    (stale / "part-0-99.json").write_text(json.dumps({"tokenizer": 0, "segmentation": [[10**6] * 5] * 30,
+                                                      "visualizer": [], "checks": []}))
+    assert report(*argv) == 0
+    assert read_report(again) == result and not (again / ".staging").exists()
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
