@@ -42,7 +42,8 @@ class _Refuse:
 
 
 def import_beam(for_good: bool = False) -> None:
-    """Imports ``apache_beam`` without pandas, unless either is already imported.
+    """Imports ``apache_beam`` without pandas, unless either is already imported; then makes
+    Beam's S3 clients share one botocore model loader (``pipeline.s3_sessions``).
 
     Args:
       for_good: keep ``import pandas`` failing afterwards too (a worker process;
@@ -50,14 +51,16 @@ def import_beam(for_good: bool = False) -> None:
     """
     if for_good:
         _keep_pandas_out()
-    if "apache_beam" in sys.modules or "pandas" in sys.modules:
-        return
-    refuse = _Refuse("pandas", *_UNUSED_CONNECTORS)
-    sys.meta_path.insert(0, refuse)
-    try:
-        import apache_beam  # noqa: F401
-    finally:
-        sys.meta_path.remove(refuse)
+    if "apache_beam" not in sys.modules and "pandas" not in sys.modules:
+        refuse = _Refuse("pandas", *_UNUSED_CONNECTORS)
+        sys.meta_path.insert(0, refuse)
+        try:
+            import apache_beam  # noqa: F401
+        finally:
+            sys.meta_path.remove(refuse)
+    from pipeline import s3_sessions
+
+    s3_sessions.share_model_loader()
 
 
 def _keep_pandas_out() -> None:
