@@ -7,9 +7,9 @@ A Beam job reads the corpus with the reader of train and encode (bad records
 go to ``DIR/dead_letters/``), measures every document with every tokenizer
 (``transforms.report.MeasureTokenizers``) and writes the measures into
 ``DIR/.staging/`` (``pipeline.report_measures``); the driver puts them together
-and turns them into
-the page ``DIR/index.html`` (``pipeline.report_page``), one self-contained
-file that works offline, and ``DIR/report.json`` (``pipeline.report_json``).
+and turns them into the page ``DIR/index.html`` (``pipeline.report_page``), one
+self-contained file that works offline, and ``DIR/report.json``
+(``pipeline.report_json``).
 The output follows the job-output contract of ``pipeline.outputs``: report.json
 is written last and marks the directory complete.
 """

@@ -227,11 +227,6 @@ def _visualizer(report: dict, tokenizers: Sequence[Tokenizer]) -> str:
     return "".join(parts)
 
 
-def live_patterns(tokenizers: Sequence[Tokenizer]) -> list[tuple[str | None, str | None]]:
-    """Per tokenizer, ``live_pattern``."""
-    return [live_pattern(tok) for tok in tokenizers]
-
-
 def live_pattern(tok: Tokenizer) -> tuple[str | None, str | None]:
     """The live box's (JavaScript pattern, None) for the tokenizer, or (None, why there is none)."""
     try:
@@ -271,15 +266,14 @@ def _tokenizers_table(report: dict) -> str:
 
 def render_page(
     report: dict, tokenizers: Sequence[Tokenizer], checks: Sequence[Sequence[dict]],
-    patterns: Sequence[tuple[str | None, str | None]] | None = None,
+    patterns: Sequence[tuple[str | None, str | None]],
 ) -> str:
     """The whole page as one HTML string.
 
     ``checks[t]``: the texts ({"text", "ids"}) the live box must encode as tokenizer
-    ``t`` does before it shows IDs (the measures' ``checks``). ``patterns``:
-    ``live_patterns(tokenizers)``, when the caller made them already.
+    ``t`` does before it shows IDs (the measures' ``checks``). ``patterns[t]``:
+    ``live_pattern`` of tokenizer ``t``.
     """
-    patterns = live_patterns(tokenizers) if patterns is None else patterns
     corpus = report["corpus"]
     summary = (f"{corpus['documents']:,} documents, {corpus['bytes']:,} bytes, {corpus['characters']:,} characters, "
                f"{corpus['words']:,} words from {corpus['sources']:,} sources; {corpus['dead_letters']:,} records "

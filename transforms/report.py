@@ -251,20 +251,19 @@ def combine_measures(pieces: dict[str, dict], tokenizers: Sequence[Tokenizer], c
     for doc in measures["visualizer"]:
         doc["tokens"] = [None] * len(tokenizers)
     checks: list[list[tuple[int, str, list[int]]]] = [[] for _ in tokenizers]
+    values = [None] * len(tokenizers)  # of per_tokenizer, from each tokenizer's part 0
     for part in parts:
         t = part["tokenizer"]
         for place, tokens in part["visualizer"]:
             measures["visualizer"][place]["tokens"][t] = tokens
         checks[t] += [tuple(check) for check in part["checks"]]
-    if per_tokenizer is not None:
-        measures["per_tokenizer"] = [None] * len(tokenizers)
-        for part in parts:
-            if "per_tokenizer" in part:
-                measures["per_tokenizer"][part["tokenizer"]] = part["per_tokenizer"]
+        values[t] = part.get("per_tokenizer", values[t])
     if not parts:
         checks = [[(-1, text, tokenizer.encode(text)) for text in check_texts] for tokenizer in tokenizers]
         if per_tokenizer is not None:
-            measures["per_tokenizer"] = [per_tokenizer(tokenizer) for tokenizer in tokenizers]
+            values = [per_tokenizer(tokenizer) for tokenizer in tokenizers]
+    if per_tokenizer is not None:
+        measures["per_tokenizer"] = values
     # The fixed texts first, in their order, then the visualizer's documents in theirs.
     measures["checks"] = [
         [{"text": text, "ids": ids} for _, text, ids in sorted(mine, key=lambda check: check[0])] for mine in checks
