@@ -12,10 +12,12 @@
    the pipeline) and the peak RSS of every process of the job (driver and workers).
    Beside it, the I/O limit: the same job on the same runner and worker count,
    built from the same transforms (``ReadDocuments``, ``WriteTokenShards``), with
-   encoding replaced by a no-op that writes as many zeros per document as the
-   real run wrote tokens for it (looked up from its shards), start-up included;
-   and the ratio encode / I/O limit. With ``--repeat N`` every job runs N times
-   and the fastest run counts.
+   encoding replaced by a no-op that writes, for each document, the row the real
+   run wrote (``ids``: what the job would cost if encoding cost nothing), and
+   the same with as many zeros instead (``zeros``: Parquet compresses them to
+   almost nothing, so it also leaves out most of the writer's work), start-up
+   included; and the ratio encode / I/O limit. With ``--repeat N`` every job
+   runs N times and the fastest run counts.
 2. ``beam-bpe decode --stream`` fed the IDs through a pipe: tokens per second,
    start-up included.
 """
@@ -143,31 +145,40 @@ def run_job(tok_path: str, inputs: str, out: str, workers: int, engines_variable
             "out": out}
 
 
-def token_counts(out: str) -> dict[str, int]:
-    """The number of tokens of every row of the shards in ``out``, by row id."""
+def real_rows(out: str) -> tuple[dict[str, tuple[int, int]], bytes, str]:
+    """The rows of the shards in ``out``: {row id: (first, end) byte offsets into one buffer of
+    every row's IDs}, that buffer, and the IDs' array typecode."""
+    import numpy as np
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    counts = {}
+    rows, parts, size, typecode = {}, [], 0, "H"
     for path in sorted(glob.glob(os.path.join(out, "part-*.parquet"))):
         table = pq.read_table(path)
-        lengths = pc.list_value_length(table.column("tokens")).to_pylist()
-        counts.update(zip(table.column("id").to_pylist(), lengths))
-    return counts
+        tokens = table.column("tokens").combine_chunks()
+        values = tokens.flatten().to_numpy()
+        typecode = "H" if values.itemsize == 2 else "I"
+        ends = np.cumsum(pc.list_value_length(tokens).to_numpy()) * values.itemsize + size
+        starts = np.concatenate([[size], ends[:-1]])
+        rows.update(zip(table.column("id").to_pylist(), zip(starts.tolist(), ends.tolist())))
+        parts.append(values.tobytes())
+        size += len(parts[-1])
+    return rows, b"".join(parts), typecode
 
 
-def run_io_limit(counts_path: str, tok: bpe.Tokenizer, inputs: str, out: str, workers: int) -> float:
-    """Runs the I/O-limit job (``io_limit_job``) in its own process; returns its wall-clock seconds."""
+def run_io_limit(kind: str, real_out: str, tok: bpe.Tokenizer, inputs: str, out: str, workers: int) -> float:
+    """Runs the I/O-limit job (``io_limit_job``) of ``kind`` in its own process; returns its
+    wall-clock seconds, less the time it takes to read the real run's rows before it starts."""
     command = [
-        *IO_LIMIT_JOB, counts_path, tok.sha256, str(tok.vocab_size), inputs, out,
+        *IO_LIMIT_JOB, kind, real_out, tok.sha256, str(tok.vocab_size), inputs, out,
         "--direct_running_mode=multi_processing", f"--direct_num_workers={workers}",
     ]
     start = time.perf_counter()
-    proc = subprocess.run(command, stderr=subprocess.PIPE)
+    proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     seconds = time.perf_counter() - start
     if proc.returncode:
         sys.exit("the I/O-limit job failed:\n" + proc.stderr.decode(errors="replace")[-3000:])
-    return seconds
+    return seconds - json.loads(proc.stdout)["preload_seconds"]
 
 
 def io_limit_job(argv: list[str]) -> None:
@@ -176,16 +187,27 @@ def io_limit_job(argv: list[str]) -> None:
     The same transforms as ``pipeline.encode`` (``ReadDocuments``, documents in
     batches of ``EncodeDocuments``' size, ``WriteTokenShards``, ``WriteDeadLetters``),
     the same runner (``pipeline.runners``) and the same stats read back from the
-    shards; each document becomes a row of zeros, as many as the real run wrote
-    tokens for it (a JSON file of {row id: token count}). It starts and ends as
-    the command line does: workers made once Beam is imported, the process
-    ended at once when the stats are written.
+    shards. Each document becomes the row the real run wrote for it (kind
+    ``ids``: its IDs, looked up), or a row of as many zeros (kind ``zeros``,
+    which Parquet compresses to almost nothing). It starts and ends as the
+    command line does: workers made once Beam is imported, the process ended at
+    once when the stats are written. Reading the real run's rows comes first,
+    before the workers are made (they share them); it prints how long that took
+    (``{"preload_seconds": S}``), which is not part of the job.
     """
+    kind, real_out, sha256, vocab_size, inputs, out, *beam_args = argv
     from pipeline import beam_import, warm_workers
     from pipeline.cli import WORKER_MODULES
 
     beam_import.import_beam()
-    warm_workers.start_for(["encode", *argv[5:]], WORKER_MODULES["encode"])
+    start = time.perf_counter()
+    # In a module the workers import by name (this one is __main__), so that Beam pickles
+    # ``written_rows`` by reference and the forked workers find the rows already there.
+    import benchmarks.bench_encode as this
+
+    this.REAL_ROWS = real_rows(real_out)
+    preload_seconds = time.perf_counter() - start
+    warm_workers.start_for(["encode", *beam_args], WORKER_MODULES["encode"])
     import apache_beam as beam
 
     from pipeline.encode import collect_stats
@@ -193,52 +215,57 @@ def io_limit_job(argv: list[str]) -> None:
     from transforms.dead_letters import WriteDeadLetters
     from transforms.encode import EncodeDocuments, TokenRow
     from transforms.read import ReadDocuments
-    from transforms.shards import WriteTokenShards, token_typecode
-
-    counts_path, sha256, vocab_size, inputs, out, *beam_args = argv
-    vocab_size = int(vocab_size)
-    with open(counts_path) as f:
-        counts = json.load(f)
-    typecode = token_typecode(vocab_size)
-    itemsize = array(typecode).itemsize
-
-    def zeros(documents):
-        for doc in documents:
-            row_id = doc.doc_id if doc.doc_id is not None else f"{doc.file}:{doc.record}"
-            yield TokenRow(row_id, array(typecode, bytes(itemsize * counts[row_id])), len(doc.data))
+    from transforms.shards import WriteTokenShards
 
     batch_size = EncodeDocuments.__dataclass_fields__["batch_size"].default
     p = new_pipeline(pipeline_options(beam_args))
     read = p | "Read" >> ReadDocuments([inputs], id_field="id")
-    rows = (
+    rows_out = (
         read.documents
         | "Batch" >> beam.BatchElements(min_batch_size=batch_size, max_batch_size=batch_size, record_metrics=False)
-        | "Zeros" >> beam.FlatMap(zeros).with_output_types(TokenRow)
+        | "Written" >> beam.FlatMap(this.written_rows, kind).with_output_types(TokenRow)
     )
-    _ = rows | "WriteShards" >> WriteTokenShards(out, sha256, vocab_size)
+    _ = rows_out | "WriteShards" >> WriteTokenShards(out, sha256, int(vocab_size))
     _ = read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(out)
     p.run().wait_until_finish()
     with open(os.path.join(out, "stats.json"), "w") as f:
         json.dump(collect_stats(out, sha256), f)
     warm_workers.discard()
+    print(json.dumps({"preload_seconds": preload_seconds}))
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
 
 
-def measure_io_limit(work: str, tok: bpe.Tokenizer, job: dict, corpus: str, workers: int, repeat: int) -> float:
-    """The fastest of ``repeat`` runs of the I/O-limit job, writing the token counts of ``job``'s
-    shards; checks that it wrote as many documents and tokens."""
-    counts_path = os.path.join(work, "token_counts.json")
-    with open(counts_path, "w") as f:
-        json.dump(token_counts(job["out"]), f)
+REAL_ROWS = None  # real_rows() of the real run, in the I/O-limit job and its workers
+
+
+def written_rows(documents, kind: str):
+    """The I/O-limit job's rows of a batch of documents: the real run's row of each, or as many zeros."""
+    from transforms.encode import TokenRow
+
+    rows, buffer, typecode = REAL_ROWS
+    for doc in documents:
+        row_id = doc.doc_id if doc.doc_id is not None else f"{doc.file}:{doc.record}"
+        first, end = rows[row_id]
+        ids = array(typecode)
+        ids.frombytes(memoryview(buffer)[first:end] if kind == "ids" else bytes(end - first))
+        yield TokenRow(row_id, ids, len(doc.data))
+
+
+def measure_io_limit(kind: str, work: str, tok: bpe.Tokenizer, job: dict, corpus: str, workers: int,
+                     repeat: int) -> float:
+    """The fastest of ``repeat`` runs of the I/O-limit job of ``kind`` after ``job``; checks that it
+    wrote as many documents and tokens (and, for ``ids``, the same shards' rows)."""
     seconds = []
     for run in range(repeat):
-        out = os.path.join(work, f"io-limit-{run}")
-        seconds.append(run_io_limit(counts_path, tok, corpus, out, workers))
+        out = os.path.join(work, f"io-limit-{kind}-{run}")
+        seconds.append(run_io_limit(kind, job["out"], tok, corpus, out, workers))
         with open(os.path.join(out, "stats.json")) as f:
             stats = json.load(f)
         assert (stats["documents"], stats["tokens"]) == (job["stats"]["documents"], job["stats"]["tokens"]), stats
+        if kind == "ids":
+            assert real_rows(out)[0].keys() == real_rows(job["out"])[0].keys()
     return min(seconds)
 
 
@@ -304,7 +331,7 @@ def main(argv=None) -> None:
     print(f"tiktoken encode_ordinary, 1 thread: {tiktoken_s:.2f} s, {total_bytes / 1e6 / tiktoken_s:.2f} MB/s, {tiktoken_tokens} tokens")
 
     corpus = os.path.join(work, "corpus", "*.jsonl")
-    io_limit_s = None
+    io_limits = None
     for label, variable in [("accelerators", None), ("required dependencies only", "tiktoken,python")]:
         name = f"{variable}".replace(",", "-")
         fixed = fastest(lambda run: run_job(tok_path, os.path.join(work, "one", "*.jsonl"),
@@ -323,14 +350,17 @@ def main(argv=None) -> None:
             f"verified by the reference: {stats.get('verified_documents')}"
         )
         print(f"  {job['engine']}")
-        if io_limit_s is None:
-            io_limit_s = measure_io_limit(work, tok, job, corpus, args.workers, args.repeat)
-            print(
-                f"  I/O limit (the same job, {args.workers} workers, encoding replaced by writing zeros of each "
-                f"document's token count; start-up included): {io_limit_s:.2f} s, "
-                f"{total_bytes / 1e6 / io_limit_s:.2f} MB/s"
-            )
-        print(f"  encode / I/O limit: {beam_s / io_limit_s:.2f}x (goal: within 1.5x)")
+        if io_limits is None:
+            io_limits = {kind: measure_io_limit(kind, work, tok, job, corpus, args.workers, args.repeat)
+                         for kind in ("ids", "zeros")}
+            for kind, what in [("ids", "writing the IDs the real run wrote"),
+                               ("zeros", "writing as many zeros, which compress to almost nothing")]:
+                print(
+                    f"  I/O limit, {kind} (the same job, {args.workers} workers, encoding replaced by {what}; "
+                    f"start-up included): {io_limits[kind]:.2f} s, {total_bytes / 1e6 / io_limits[kind]:.2f} MB/s"
+                )
+        print(f"  encode / I/O limit: {beam_s / io_limits['ids']:.2f}x with the same IDs (goal: within 1.5x), "
+              f"{beam_s / io_limits['zeros']:.2f}x with zeros")
         print(
             f"  fixed costs (the same job on one document): {fixed['seconds']:.2f} s, of which {fixed['ready']:.2f} s "
             f"before the driver starts the pipeline (imports, tokenizer, proof) and "
