@@ -16,7 +16,9 @@ but our steps, keeps it out for good (pyarrow then skips its check).
 The same holds, while Beam is imported, for two optional connectors Beam
 imports only to offer them in ``apache_beam.io`` and skips when their
 libraries are missing: MongoDB (``pymongo``) and BigQuery (with Pub/Sub,
-which Beam imports after it). Both remain importable afterwards.
+which Beam imports after it). Both remain importable afterwards. And for
+boto3, which Beam's S3 filesystem imports at once and uses only when a path is
+``s3://``: ``pipeline.s3_sessions`` imports it when Beam makes its first S3 client.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ import sys
 __all__ = ["import_beam"]
 
 
-_UNUSED_CONNECTORS = ("pymongo", "apache_beam.io.gcp.bigquery")
+# Kept out while Beam is imported: connectors no step uses, and boto3 (imported when used).
+_KEPT_OUT = ("pymongo", "apache_beam.io.gcp.bigquery", "boto3")
 
 
 class _Refuse:
@@ -43,7 +46,8 @@ class _Refuse:
 
 def import_beam(for_good: bool = False) -> None:
     """Imports ``apache_beam`` without pandas, unless either is already imported; then makes
-    Beam's S3 clients share one botocore model loader (``pipeline.s3_sessions``).
+    Beam's S3 clients import boto3 when first made and share one botocore model loader
+    (``pipeline.s3_sessions``).
 
     Args:
       for_good: keep ``import pandas`` failing afterwards too (a worker process;
@@ -52,7 +56,7 @@ def import_beam(for_good: bool = False) -> None:
     if for_good:
         _keep_pandas_out()
     if "apache_beam" not in sys.modules and "pandas" not in sys.modules:
-        refuse = _Refuse("pandas", *_UNUSED_CONNECTORS)
+        refuse = _Refuse("pandas", *_KEPT_OUT)
         sys.meta_path.insert(0, refuse)
         try:
             import apache_beam  # noqa: F401
