@@ -25,6 +25,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import glob
 import json
 import os
@@ -190,8 +191,8 @@ def io_limit_job(argv: list[str]) -> None:
     shards. Each document becomes the row the real run wrote for it (kind
     ``ids``: its IDs, looked up), or a row of as many zeros (kind ``zeros``,
     which Parquet compresses to almost nothing). It starts and ends as the
-    command line does: workers made once Beam is imported, the process ended at
-    once when the stats are written. Reading the real run's rows comes first,
+    command line does: the collector off while Beam is imported and the workers
+    are made, then frozen; the process ended at once when the stats are written. Reading the real run's rows comes first,
     before the workers are made (they share them); it prints how long that took
     (``{"preload_seconds": S}``), which is not part of the job.
     """
@@ -199,6 +200,7 @@ def io_limit_job(argv: list[str]) -> None:
     from pipeline import beam_import, warm_workers
     from pipeline.cli import WORKER_MODULES
 
+    gc.disable()
     beam_import.import_beam()
     start = time.perf_counter()
     # In a module the workers import by name (this one is __main__), so that Beam pickles
@@ -208,6 +210,8 @@ def io_limit_job(argv: list[str]) -> None:
     this.REAL_ROWS = real_rows(real_out)
     preload_seconds = time.perf_counter() - start
     warm_workers.start_for(["encode", *beam_args], WORKER_MODULES["encode"])
+    gc.freeze()
+    gc.enable()
     import apache_beam as beam
 
     from pipeline.encode import collect_stats

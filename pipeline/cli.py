@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import gc
 import importlib
 import logging
 import os
@@ -86,10 +87,17 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     quiet_beam_import_noise()
+    # Start-up makes objects the command keeps to its end (modules, Beam's classes, the
+    # tokenizers' tables): the collector is off while they are made, then they are frozen
+    # (here, and before the workers are forked from this process) so that no collection,
+    # in the command or in its workers, scans them again.
+    gc.disable()
     beam_import.import_beam()
     if argv is None and sys.argv[1:2] and sys.argv[1] in WORKER_MODULES:
         # The command line's job gets its workers now, before this process starts a thread.
         warm_workers.start_for(sys.argv[1:], WORKER_MODULES[sys.argv[1]])
+    gc.freeze()
+    gc.enable()
     # Imported after the lines above: these import Beam.
     from pipeline.resume import interrupting_signal, sigterm_as_interrupt
     from pipeline.stopping import exit_now

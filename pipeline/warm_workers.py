@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import json
 import os
 import signal
@@ -150,6 +151,7 @@ def start_for(argv: Sequence[str], modules: Sequence[str] = ()) -> None:
     worker.import_ahead(modules)
     for path, preset in tokenizers:  # read once, here: each copy takes its own, and so does the command
         preloaded.load(path, preset, engine=False)  # each copy builds its engines (pipeline.worker)
+    gc.freeze()  # the copies never scan what they share with this process (see _fork)
     for _ in range(count):
         _idle.append(_fork())
 
@@ -167,6 +169,7 @@ def _fork() -> _Forked:
                 os.close(process.stdin.fileno())
             from pipeline import worker
 
+            gc.enable()  # the command forks with the collector off (pipeline.cli); a worker needs it
             worker.run_forked(job_input)
         finally:
             os._exit(1)  # never back into the command's code

@@ -31,6 +31,7 @@ object of the job, and the runner waits for that, one worker after the other,
 so the worker exits at once.
 """
 
+import gc
 import importlib
 import json
 import logging
@@ -109,17 +110,23 @@ def run_forked(job_input: int) -> NoReturn:
     os._exit(1)
 
 
-def _wait_for_job(ahead: str) -> None:
-    """Imports the modules and reads the tokenizers ``ahead`` (JSON) names, then takes the
-    job's environment from stdin (or exits when it ends)."""
+def _prepare(ahead: str) -> None:
+    """Imports the modules and reads the tokenizers ``ahead`` (JSON) names."""
     ahead = json.loads(ahead)
     import_ahead(ahead["modules"])
     _preload(ahead["tokenizers"])
-    _take_environment(sys.stdin.buffer)
 
 
 if __name__ == "__main__":
+    # The collector is off while start-up makes the objects the worker keeps, which are
+    # then frozen, as in the command (pipeline.cli).
+    gc.disable()
     settle()
-    if sys.argv[1:2] == [warm_workers.WARM_FLAG]:
-        _wait_for_job(sys.argv[2])
+    warm = sys.argv[1:2] == [warm_workers.WARM_FLAG]
+    if warm:
+        _prepare(sys.argv[2])
+    gc.freeze()
+    gc.enable()
+    if warm:
+        _take_environment(sys.stdin.buffer)  # or exits when stdin ends first
     _run_beam_worker()

@@ -341,3 +341,30 @@ def test_the_command_line_forks_warm_workers_and_ends_the_ones_no_job_took(tmp_p
     assert cli.main(["encode", "--tokenizer", missing, "--input", missing, "--output", str(tmp_path / "out"),
                      "--direct_num_workers=2"]) == 2
     assert started == []
+
+
+def test_the_command_and_its_forked_workers_collect_garbage_after_a_start_up_without_it(tmp_path):
+    """Start-up runs with the collector off and freezes what it made (pipeline.cli); the
+    command and each forked worker then run with the collector on, skipping those objects."""
+    code = f"""
+import gc, os, sys
+from pipeline import cli, worker
+real_exit = os._exit
+def state(who):
+    print(who, gc.isenabled(), gc.get_freeze_count() > 10000, flush=True)
+def run_forked(job_input):
+    state("worker")
+    real_exit(0)
+def exit_(code):
+    state("command")
+    real_exit(code)
+worker.run_forked = run_forked
+os._exit = exit_
+sys.argv = ["beam-bpe", "encode", "--direct_num_workers=2", "--tokenizer", {str(tmp_path / "missing")!r},
+            "--input", "x", "--output", {str(tmp_path / "out")!r}]
+cli.main()
+"""
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT},
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2, result.stderr  # the missing tokenizer, after start-up
+    assert sorted(result.stdout.splitlines()) == ["command True True", "worker True True", "worker True True"]
