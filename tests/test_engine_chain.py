@@ -243,3 +243,13 @@ def test_bytes_go_to_an_accelerator_as_they_are_and_are_guarded_alike():
     assert engine.encode(DECLINED.encode("utf-8")) == tok.reference.encode(DECLINED)
     assert engine.declined == 1  # the guard holds for bytes too
     assert engine.encode(b"caf\xc3\xa9 \xff") == tok.reference.encode(b"caf\xc3\xa9 \xff")  # invalid: down the chain
+
+
+@pytest.mark.parametrize("pattern", ["gpt2", "cl100k"])
+def test_building_the_engines_leaves_the_decoder_unmade(pattern):
+    """A worker that only encodes never makes the decoder's tables (token_bytes would)."""
+    proof = fresh(pattern).engine.proof
+    for tok, make in [(fresh(pattern), lambda t: t.engine), (fresh(pattern), lambda t: t.use_proof(proof))]:
+        engine = make(tok)
+        assert engine.encode("décodé? 漢字") == tok.reference.encode("décodé? 漢字")
+        assert tok._decoder_made is None

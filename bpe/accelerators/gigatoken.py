@@ -117,7 +117,8 @@ def _rank_file(tokenizer) -> bytes:
     """The tokenizer's ordinary tokens as a tiktoken rank file (base64 token, rank per line)."""
     import base64
 
-    lines = [base64.b64encode(tokenizer.token_bytes(i)) + b" %d" % i for i in tokenizer.ordinary_ids()]
+    ordinary = tokenizer.ordinary_tokens()
+    lines = [base64.b64encode(ordinary[i]) + b" %d" % i for i in tokenizer.ordinary_ids()]
     return b"\n".join(lines) + b"\n"
 
 
