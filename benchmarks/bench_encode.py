@@ -7,7 +7,9 @@
    and Parquet writing, with the accelerators and with the required
    dependencies only (``BEAM_BPE_ENGINES=tiktoken,python``); against tiktoken's
    single-thread ``encode_ordinary`` on the same documents with the same merges
-   and pattern, the IDs compared on every document. Reports the ratio, the fixed
+   and pattern, the IDs compared on every document. Reports the ratio (and, with
+   ``--repeat N``, the median of the ratios of each run to a tiktoken pass made just
+   before it, which a machine whose speed drifts skews less), the fixed
    costs (the same job on one document, split at the moment the driver starts
    the pipeline) and the peak RSS of every process of the job (driver and workers).
    Beside it, the I/O limit: the same job on the same runner and worker count,
@@ -29,6 +31,7 @@ import gc
 import glob
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -273,6 +276,14 @@ def measure_io_limit(kind: str, work: str, tok: bpe.Tokenizer, job: dict, corpus
     return min(seconds)
 
 
+def tiktoken_pass(encoding, docs: list[str]) -> float:
+    """Seconds tiktoken's ``encode_ordinary`` takes for every document, on this thread."""
+    start = time.perf_counter()
+    for doc in docs:
+        encoding.encode_ordinary(doc)
+    return time.perf_counter() - start
+
+
 def fastest(run_once, repeat: int) -> dict:
     """The fastest (by wall clock) of ``repeat`` runs of ``run_once(run number)``."""
     return min((run_once(run) for run in range(repeat)), key=lambda job: job["seconds"])
@@ -341,8 +352,12 @@ def main(argv=None) -> None:
         fixed = fastest(lambda run: run_job(tok_path, os.path.join(work, "one", "*.jsonl"),
                                             os.path.join(work, f"one-{name}-{run}"), args.workers, variable),
                         args.repeat)
-        job = fastest(lambda run: run_job(tok_path, corpus, os.path.join(work, f"out-{name}-{run}"), args.workers,
-                                          variable), args.repeat)
+        runs = []  # (tiktoken's seconds just before, the job), so that each ratio is of neighbouring runs
+        for run in range(args.repeat):
+            runs.append((tiktoken_pass(encoding, docs),
+                         run_job(tok_path, corpus, os.path.join(work, f"out-{name}-{run}"), args.workers, variable)))
+        job = min((job for _, job in runs), key=lambda job: job["seconds"])
+        ratios = sorted(seconds / job["seconds"] for seconds, job in runs)
         stats = job["stats"]
         assert stats["tokens"] == tiktoken_tokens, (stats["tokens"], tiktoken_tokens)
         wrong = differing_documents(job["out"], docs, expected)
@@ -350,7 +365,9 @@ def main(argv=None) -> None:
         print(
             f"\nbeam-bpe encode, {label}, DirectRunner {args.workers} workers: {beam_s:.2f} s, "
             f"{total_bytes / 1e6 / beam_s:.2f} MB/s (job start-up, reading, Parquet writing included); "
-            f"ratio vs tiktoken: {tiktoken_s / beam_s:.2f}x; documents whose IDs differ from tiktoken's: {wrong}; "
+            f"ratio vs tiktoken: {tiktoken_s / beam_s:.2f}x; "
+            f"median of {len(ratios)} (tiktoken's pass just before each run): {statistics.median(ratios):.2f}x "
+            f"({', '.join(f'{r:.2f}' for r in ratios)}); documents whose IDs differ from tiktoken's: {wrong}; "
             f"verified by the reference: {stats.get('verified_documents')}"
         )
         print(f"  {job['engine']}")
