@@ -227,8 +227,9 @@ def test_match_inputs(corpus):
 def test_pattern_matching_nothing_at_run_time_is_a_dead_letter(corpus):
     a = corpus.write("a.txt", b"a\n")
     missing = corpus.path("missing*.txt")
-    # The same file through two patterns is read once.
-    check_read([a, corpus.path("*.txt"), missing], [Document(a, 1, b"a\n", None)], [(missing, -1, "no file matches")])
+    # The same file through two patterns is read once; the same pattern twice is one dead letter.
+    check_read([a, corpus.path("*.txt"), missing, missing], [Document(a, 1, b"a\n", None)],
+               [(missing, -1, "no file matches")])
 
 
 def test_split_text_reads_exactly_like_unsplit(corpus):

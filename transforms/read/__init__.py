@@ -73,7 +73,7 @@ class ReadDocuments(beam.PTransform):
     which has no UTF-8 form, becomes its 3-byte surrogate encoding
     (``ED A0 BD``), distinct from any raw invalid byte.
 
-    Steps: MatchFiles -> GroupByFile/OncePerFile (a file matched by several
+    Steps: MatchFiles (all patterns in one step: a file matched by several
     patterns is read once) -> PlanReads -> SpreadReads (Reshuffle) ->
     ReadFiles. Each of MatchFiles, PlanReads and ReadFiles emits the dead
     letters of what fails there. Counters (``transforms.metrics``):
@@ -114,13 +114,11 @@ class ReadDocuments(beam.PTransform):
     def expand(self, pbegin):
         matched = (
             pbegin
-            | "Patterns" >> beam.Create(self.patterns)
+            | "Patterns" >> beam.Create([list(self.patterns)])
             | "MatchFiles" >> beam.ParDo(MatchFilesFn()).with_outputs(DEAD_LETTERS, main="files")
         )
         planned = (
             matched.files
-            | "GroupByFile" >> beam.GroupByKey()
-            | "OncePerFile" >> beam.Map(lambda kv: next(iter(kv[1])))
             | "PlanReads" >> beam.ParDo(
                 PlanReadsFn(self.format, self.text_field, self.id_field, self.split_bytes)
             ).with_outputs(DEAD_LETTERS, main="tasks")
@@ -134,11 +132,7 @@ class ReadDocuments(beam.PTransform):
         )
         dead_letters = (
             (
-                matched.dead_letters
-                # Two patterns may match the same file, or be the same pattern.
-                | "AsTuples" >> beam.Map(tuple)
-                | "OnceEach" >> beam.Distinct()
-                | "AsDeadLetters" >> beam.MapTuple(DeadLetter),
+                matched.dead_letters,
                 planned.dead_letters,
                 read.dead_letters,
             )

@@ -149,20 +149,27 @@ def _kind(mode: int) -> str:
 
 
 class MatchFilesFn(beam.DoFn):
-    """Expands one pattern into its files, keyed by path (a file matched by
-    several patterns is read once); dead letters for the pattern or files
-    that cannot be read."""
+    """Expands all the patterns, given as one list, into their files, each file once
+    (several patterns may match it); dead letters, each once, for the patterns or
+    files that cannot be read. One element for all: no shuffle is needed to
+    drop what two patterns share."""
 
-    def process(self, pattern: str) -> Iterator[tuple[str, MatchedFile]]:
-        try:
-            files = match_pattern(pattern)
-        except (OSError, ValueError) as e:
-            yield dead_letter(pattern, -1, f"cannot match: {describe(e)}")
-            return
-        if not files:
-            yield dead_letter(pattern, -1, f"no file matches {pattern}")
-        for file in files:
-            if file.problem:
-                yield dead_letter(file.path, -1, file.problem)
-            else:
-                yield file.path, file
+    def process(self, patterns: list[str]) -> Iterator[MatchedFile]:
+        files: dict[str, MatchedFile] = {}
+        dead: dict[tuple, None] = {}
+        for pattern in patterns:
+            try:
+                matched = match_pattern(pattern)
+            except (OSError, ValueError) as e:
+                dead[(pattern, -1, f"cannot match: {describe(e)}")] = None
+                continue
+            if not matched:
+                dead[(pattern, -1, f"no file matches {pattern}")] = None
+            for file in matched:
+                if file.problem:
+                    dead[(file.path, -1, file.problem)] = None
+                else:
+                    files.setdefault(file.path, file)
+        for path, line, reason in dead:
+            yield dead_letter(path, line, reason)
+        yield from files.values()
