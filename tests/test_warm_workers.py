@@ -348,8 +348,14 @@ def test_the_command_and_its_forked_workers_collect_garbage_after_a_start_up_wit
     command and each forked worker then run with the collector on, skipping those objects."""
     code = f"""
 import gc, os, sys
-from pipeline import cli, worker
+from pipeline import cli, warm_workers, worker
 real_exit = os._exit
+real_discard = warm_workers.discard
+def discard():  # each worker reports and exits by itself first
+    for process in warm_workers._idle:
+        process.wait()
+    real_discard()
+warm_workers.discard = discard
 def state(who):
     print(who, gc.isenabled(), gc.get_freeze_count() > 10000, flush=True)
 def run_forked(job_input):

@@ -4,9 +4,12 @@ import dataclasses
 import json
 
 import apache_beam as beam
+from apache_beam.coders.coders import ToBytesCoder
+from apache_beam.io.filebasedsink import FileBasedSink
 from apache_beam.io.filesystems import FileSystems
 
 from transforms import metrics
+from transforms.sink_write import WriteWithSink
 
 __all__ = ["DEAD_LETTERS_DIR", "DEAD_LETTER_GLOB", "WriteDeadLetters", "dead_letter_json"]
 
@@ -26,6 +29,17 @@ def dead_letter_json(dead_letter) -> str:
     )
 
 
+class _LinesSink(FileBasedSink):
+    """Files of text lines, one record (a str) per line, in UTF-8."""
+
+    def __init__(self, file_path_prefix: str, file_name_suffix: str):
+        super().__init__(file_path_prefix, coder=ToBytesCoder(), file_name_suffix=file_name_suffix,
+                         mime_type="text/plain")
+
+    def write_encoded_record(self, file_handle, encoded_value: bytes) -> None:
+        file_handle.write(encoded_value + b"\n")
+
+
 class _ToJsonFn(beam.DoFn):
     def __init__(self):
         self._dead_letters = metrics.counter("dead_letters", "written")
@@ -39,8 +53,8 @@ class _ToJsonFn(beam.DoFn):
 class WriteDeadLetters(beam.PTransform):
     """Writes DeadLetter records to ``OUTPUT_DIR/dead_letters/dead_letters-SSSSS-of-NNNNN.jsonl``.
 
-    Written through Beam's file sink (temporary files, then an atomic rename),
-    so retried bundles leave no duplicates. At least one shard is written, even
+    Written through a Beam file sink (temporary files, then a rename;
+    ``transforms.sink_write``), so retried bundles leave no duplicates. At least one shard is written, even
     when there are no dead letters, so readers always find the directory.
     Counter (``transforms.metrics``): ``dead_letters.written``.
 
@@ -55,5 +69,5 @@ class WriteDeadLetters(beam.PTransform):
         return (
             dead_letters
             | "ToJson" >> beam.ParDo(_ToJsonFn())
-            | "WriteJsonLines" >> beam.io.WriteToText(prefix, file_name_suffix=DEAD_LETTER_SUFFIX)
+            | "WriteJsonLines" >> WriteWithSink(_LinesSink(prefix, DEAD_LETTER_SUFFIX))
         )

@@ -6,9 +6,9 @@ thousands of distinct values per row group) and unique strings (document ids,
 word-count pieces). The writer builds the dictionary, finds it too big and falls
 back to plain encoding, having spent most of its time for nothing, and the
 files come out bigger than plain ones. So dictionaries are off. Everything
-else is Beam's ``FileBasedSink``: each bundle writes a
-temporary file that is renamed into place when the job commits, so retried
-bundles never leave duplicates.
+else is Beam's ``FileBasedSink`` (run by ``transforms.sink_write``): each
+bundle writes a temporary file that is renamed into place when the job
+commits, so retried bundles never leave duplicates.
 
 A file can also sum what its tables say about themselves: for every key in
 ``footer_sums``, the integer each table carries under that key in its schema
@@ -26,9 +26,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filebasedsink import FileBasedSink
 from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.iobase import Write
 
 from transforms.coders import TableCoder  # noqa: F401  (registers the coder of pa.Table)
+from transforms.sink_write import WriteWithSink
 
 
 class _OpenFile:
@@ -108,7 +108,7 @@ class WriteParquetTables(beam.PTransform):
         super().__init__()
 
     def expand(self, tables):
-        return tables | "WriteFiles" >> Write(
+        return tables | "WriteFiles" >> WriteWithSink(
             _ParquetTableSink(self.file_path_prefix, self.schema, self.codec, self.file_name_suffix,
                               self.num_shards, self.shard_name_template, tuple(self.footer_sums))
         )
