@@ -50,8 +50,8 @@ def _make(directory: str) -> None:
                 raise
 
 
-class _WriteBundleFn(beam.DoFn):
-    """Writes each bundle's records into temporary files; emits each file's result."""
+class _WriterFn(beam.DoFn):
+    """A step that writes temporary files of ``sink`` into ``temp_dir``, which it makes first."""
 
     def __init__(self, sink: FileBasedSink, temp_dir: str):
         self._sink = sink
@@ -59,6 +59,10 @@ class _WriteBundleFn(beam.DoFn):
 
     def setup(self):
         _make(self._temp_dir)
+
+
+class _WriteBundleFn(_WriterFn):
+    """Writes each bundle's records into temporary files; emits each file's result."""
 
     def start_bundle(self):
         self._writer = None
@@ -90,15 +94,8 @@ class _SpreadFn(beam.DoFn):
         yield self._next, record
 
 
-class _WriteShardFn(beam.DoFn):
+class _WriteShardFn(_WriterFn):
     """Writes one shard's records, grouped, into one temporary file; emits its result."""
-
-    def __init__(self, sink: FileBasedSink, temp_dir: str):
-        self._sink = sink
-        self._temp_dir = temp_dir
-
-    def setup(self):
-        _make(self._temp_dir)
 
     def process(self, shard):
         writer = self._sink.open_writer(self._temp_dir, str(uuid.uuid4()))
