@@ -54,8 +54,9 @@ class WriteDeadLetters(beam.PTransform):
     """Writes DeadLetter records to ``OUTPUT_DIR/dead_letters/dead_letters-SSSSS-of-NNNNN.jsonl``.
 
     Written through a Beam file sink (temporary files, then a rename;
-    ``transforms.sink_write``), so retried bundles leave no duplicates. At least one shard is written, even
-    when there are no dead letters, so readers always find the directory.
+    ``transforms.sink_write``), so retried bundles leave no duplicates. At
+    least one shard is written, even when there are no dead letters, so
+    readers always find the directory.
     Counter (``transforms.metrics``): ``dead_letters.written``.
 
     Args:
