@@ -170,6 +170,12 @@ def real_rows(out: str) -> tuple[dict[str, tuple[int, int]], bytes, str]:
     return rows, b"".join(parts), typecode
 
 
+def row_ids(out: str) -> dict[str, bytes]:
+    """{row id: its IDs' bytes} of the shards in ``out``."""
+    rows, buffer, _ = real_rows(out)
+    return {row_id: buffer[first:end] for row_id, (first, end) in rows.items()}
+
+
 def run_io_limit(kind: str, real_out: str, tok: bpe.Tokenizer, inputs: str, out: str, workers: int) -> float:
     """Runs the I/O-limit job (``io_limit_job``) of ``kind`` in its own process; returns its
     wall-clock seconds, less the time it takes to read the real run's rows before it starts."""
@@ -195,9 +201,10 @@ def io_limit_job(argv: list[str]) -> None:
     ``ids``: its IDs, looked up), or a row of as many zeros (kind ``zeros``,
     which Parquet compresses to almost nothing). It starts and ends as the
     command line does: the collector off while Beam is imported and the workers
-    are made, then frozen; the process ended at once when the stats are written. Reading the real run's rows comes first,
-    before the workers are made (they share them); it prints how long that took
-    (``{"preload_seconds": S}``), which is not part of the job.
+    are made, then frozen; the process ended at once when the stats are written.
+    Reading the real run's rows comes first, before the workers are made (they
+    share them); it prints how long that took (``{"preload_seconds": S}``),
+    which is not part of the job.
     """
     kind, real_out, sha256, vocab_size, inputs, out, *beam_args = argv
     from pipeline import beam_import, warm_workers
@@ -263,7 +270,8 @@ def written_rows(documents, kind: str):
 def measure_io_limit(kind: str, work: str, tok: bpe.Tokenizer, job: dict, corpus: str, workers: int,
                      repeat: int) -> float:
     """The fastest of ``repeat`` runs of the I/O-limit job of ``kind`` after ``job``; checks that it
-    wrote as many documents and tokens (and, for ``ids``, the same shards' rows)."""
+    wrote as many documents and tokens (and, for ``ids``, every row's IDs as the real run did)."""
+    real = row_ids(job["out"]) if kind == "ids" else None
     seconds = []
     for run in range(repeat):
         out = os.path.join(work, f"io-limit-{kind}-{run}")
@@ -272,7 +280,7 @@ def measure_io_limit(kind: str, work: str, tok: bpe.Tokenizer, job: dict, corpus
             stats = json.load(f)
         assert (stats["documents"], stats["tokens"]) == (job["stats"]["documents"], job["stats"]["tokens"]), stats
         if kind == "ids":
-            assert real_rows(out)[0].keys() == real_rows(job["out"])[0].keys()
+            assert row_ids(out) == real
     return min(seconds)
 
 

@@ -135,6 +135,7 @@ class Tokenizer:
         self.added_tokens = dict(added_tokens or {})
         self.bos_token, self.eos_token = bos_token, eos_token
         self._token_bytes = dict(token_bytes)  # ordinary tokens
+        self._spelled_ids = frozenset({**self.added_tokens, **self.special_tokens}.values())  # spelled by their text
         self.vocab_size = max([*self._token_bytes, *self.added_tokens.values(), *self.special_tokens.values()]) + 1
         self._sha256: str | None = None  # of the file it was loaded from, else computed when asked
         self._file_text = file_text  # a foreign file's own bytes, which ``save`` writes back
@@ -307,6 +308,11 @@ class Tokenizer:
     # -- decoding -------------------------------------------------------------
 
     def token_bytes(self, token_id: int) -> bytes:
+        # An ordinary token's bytes without the decoder's table (an encoding worker never
+        # makes it), unless a special or added token holds that ID and spells it.
+        data = self._token_bytes.get(token_id)
+        if data is not None and token_id not in self._spelled_ids:
+            return data
         return self._decoder().decode_bytes((token_id,))
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:

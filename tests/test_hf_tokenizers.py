@@ -159,6 +159,16 @@ def test_special_tokens_bos_and_eos(saved):
         ours.bos_id
 
 
+def test_token_bytes_spell_every_id_as_decoding_it_does(saved):
+    """token_bytes answers ordinary IDs without the decoder's table; special and added
+    tokens still spell their text, as decode_bytes and Hugging Face's decode do."""
+    hf, ours = saved["added tokens"]
+    spelled = [ours.token_bytes(i) for i in range(ours.vocab_size)]
+    assert spelled == [ours.decode_bytes([i]) for i in range(ours.vocab_size)]
+    for text, token_id in {**ours.added_tokens, **ours.special_tokens}.items():
+        assert spelled[token_id] == text.encode("utf-8") == hf.decode([token_id], skip_special_tokens=False).encode()
+
+
 def test_stream_decoding_matches_hugging_faces_decode_stream(saved):
     from tokenizers.decoders import DecodeStream
 

@@ -117,8 +117,7 @@ def _rank_file(tokenizer) -> bytes:
     """The tokenizer's ordinary tokens as a tiktoken rank file (base64 token, rank per line)."""
     import base64
 
-    ordinary = tokenizer.ordinary_tokens()
-    lines = [base64.b64encode(ordinary[i]) + b" %d" % i for i in tokenizer.ordinary_ids()]
+    lines = [base64.b64encode(tokenizer.token_bytes(i)) + b" %d" % i for i in tokenizer.ordinary_ids()]
     return b"\n".join(lines) + b"\n"
 
 

@@ -30,9 +30,7 @@ def _byte_names() -> dict[int, str]:
 def pair_rank_json(tokenizer, split_regex: str) -> str | None:
     """The file, or None when two tokens have the same bytes (a vocab cannot hold both)."""
     to_names = _byte_names()
-    # The ordinary tokens' bytes as they are: building the decoder (token_bytes) is not needed.
-    ordinary = tokenizer.ordinary_tokens()
-    names = [(ordinary[i] if i in ordinary else tokenizer.token_bytes(i)).decode("latin-1").translate(to_names)
+    names = [tokenizer.token_bytes(i).decode("latin-1").translate(to_names)
              for i in range(256 + len(tokenizer.merges))]
     vocab = {name: i for i, name in enumerate(names)}
     if len(vocab) != len(names):

@@ -73,9 +73,7 @@ class SplintrEngine:
 
 def rank_file(tokenizer) -> bytes:
     """The tokenizer's bytes tokens as a tiktoken rank file, our IDs as ranks."""
-    ordinary = tokenizer.ordinary_tokens()
-    lines = [base64.b64encode(ordinary[i] if i in ordinary else tokenizer.token_bytes(i)) + b" %d" % i
-             for i in range(256 + len(tokenizer.merges))]
+    lines = [base64.b64encode(tokenizer.token_bytes(i)) + b" %d" % i for i in range(256 + len(tokenizer.merges))]
     return b"\n".join(lines) + b"\n"
 
 
