@@ -19,7 +19,9 @@
    the same with as many zeros instead (``zeros``: Parquet compresses them to
    almost nothing, so it also leaves out most of the writer's work), start-up
    included; and the ratio encode / I/O limit. With ``--repeat N`` every job
-   runs N times and the fastest run counts.
+   runs N times and the fastest run counts; each encode run with the
+   accelerators is followed at once by its two I/O-limit runs, and the median of
+   the ratios of those neighbours is reported too.
 2. ``beam-bpe decode --stream`` fed the IDs through a pipe: tokens per second,
    start-up included.
 """
@@ -267,21 +269,17 @@ def written_rows(documents, kind: str):
         yield TokenRow(row_id, ids, len(doc.data))
 
 
-def measure_io_limit(kind: str, work: str, tok: bpe.Tokenizer, job: dict, corpus: str, workers: int,
-                     repeat: int) -> float:
-    """The fastest of ``repeat`` runs of the I/O-limit job of ``kind`` after ``job``; checks that it
-    wrote as many documents and tokens (and, for ``ids``, every row's IDs as the real run did)."""
-    real = row_ids(job["out"]) if kind == "ids" else None
-    seconds = []
-    for run in range(repeat):
-        out = os.path.join(work, f"io-limit-{kind}-{run}")
-        seconds.append(run_io_limit(kind, job["out"], tok, corpus, out, workers))
-        with open(os.path.join(out, "stats.json")) as f:
-            stats = json.load(f)
-        assert (stats["documents"], stats["tokens"]) == (job["stats"]["documents"], job["stats"]["tokens"]), stats
-        if kind == "ids":
-            assert row_ids(out) == real
-    return min(seconds)
+def io_limit_run(kind: str, work: str, tok: bpe.Tokenizer, job: dict, corpus: str, workers: int, run: int) -> float:
+    """The seconds of one run of the I/O-limit job of ``kind`` after ``job``; checks that it wrote
+    as many documents and tokens (and, for ``ids``, every row's IDs as the real run did)."""
+    out = os.path.join(work, f"io-limit-{kind}-{run}")
+    seconds = run_io_limit(kind, job["out"], tok, corpus, out, workers)
+    with open(os.path.join(out, "stats.json")) as f:
+        stats = json.load(f)
+    assert (stats["documents"], stats["tokens"]) == (job["stats"]["documents"], job["stats"]["tokens"]), stats
+    if kind == "ids":
+        assert row_ids(out) == row_ids(job["out"])
+    return seconds
 
 
 def tiktoken_pass(encoding, docs: list[str]) -> float:
@@ -361,9 +359,13 @@ def main(argv=None) -> None:
                                             os.path.join(work, f"one-{name}-{run}"), args.workers, variable),
                         args.repeat)
         runs = []  # (tiktoken's seconds just before, the job), so that each ratio is of neighbouring runs
+        io_runs = {"ids": [], "zeros": []}  # with the accelerators: each run's I/O-limit jobs, right after it
         for run in range(args.repeat):
             runs.append((tiktoken_pass(encoding, docs),
                          run_job(tok_path, corpus, os.path.join(work, f"out-{name}-{run}"), args.workers, variable)))
+            if io_limits is None:
+                for kind, seconds in io_runs.items():
+                    seconds.append(io_limit_run(kind, work, tok, runs[-1][1], corpus, args.workers, run))
         job = min((job for _, job in runs), key=lambda job: job["seconds"])
         ratios = sorted(seconds / job["seconds"] for seconds, job in runs)
         stats = job["stats"]
@@ -380,16 +382,19 @@ def main(argv=None) -> None:
         )
         print(f"  {job['engine']}")
         if io_limits is None:
-            io_limits = {kind: measure_io_limit(kind, work, tok, job, corpus, args.workers, args.repeat)
-                         for kind in ("ids", "zeros")}
+            io_limits = {kind: min(seconds) for kind, seconds in io_runs.items()}
+            paired = sorted(job["seconds"] / ids for (_, job), ids in zip(runs, io_runs["ids"]))
             for kind, what in [("ids", "writing the IDs the real run wrote"),
                                ("zeros", "writing as many zeros, which compress to almost nothing")]:
                 print(
                     f"  I/O limit, {kind} (the same job, {args.workers} workers, encoding replaced by {what}; "
                     f"start-up included): {io_limits[kind]:.2f} s, {total_bytes / 1e6 / io_limits[kind]:.2f} MB/s"
                 )
-        print(f"  encode / I/O limit: {beam_s / io_limits['ids']:.2f}x with the same IDs (goal: within 1.5x), "
-              f"{beam_s / io_limits['zeros']:.2f}x with zeros")
+        print(f"  encode / I/O limit, fastest runs: {beam_s / io_limits['ids']:.2f}x with the same IDs "
+              f"(goal: within 1.5x), {beam_s / io_limits['zeros']:.2f}x with zeros")
+        if variable is None:
+            print(f"  encode / I/O limit with the same IDs, median of {len(paired)} (each I/O-limit run right after "
+                  f"its encode run): {statistics.median(paired):.2f}x ({', '.join(f'{r:.2f}' for r in paired)})")
         print(
             f"  fixed costs (the same job on one document): {fixed['seconds']:.2f} s, of which {fixed['ready']:.2f} s "
             f"before the driver starts the pipeline (imports, tokenizer, proof) and "
