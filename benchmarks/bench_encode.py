@@ -383,7 +383,6 @@ def main(argv=None) -> None:
         print(f"  {job['engine']}")
         if io_limits is None:
             io_limits = {kind: min(seconds) for kind, seconds in io_runs.items()}
-            paired = sorted(job["seconds"] / ids for (_, job), ids in zip(runs, io_runs["ids"]))
             for kind, what in [("ids", "writing the IDs the real run wrote"),
                                ("zeros", "writing as many zeros, which compress to almost nothing")]:
                 print(
@@ -392,7 +391,8 @@ def main(argv=None) -> None:
                 )
         print(f"  encode / I/O limit, fastest runs: {beam_s / io_limits['ids']:.2f}x with the same IDs "
               f"(goal: within 1.5x), {beam_s / io_limits['zeros']:.2f}x with zeros")
-        if variable is None:
+        if io_runs["ids"]:  # measured beside this configuration's runs
+            paired = sorted(job["seconds"] / ids for (_, job), ids in zip(runs, io_runs["ids"]))
             print(f"  encode / I/O limit with the same IDs, median of {len(paired)} (each I/O-limit run right after "
                   f"its encode run): {statistics.median(paired):.2f}x ({', '.join(f'{r:.2f}' for r in paired)})")
         print(
