@@ -45,8 +45,8 @@ _READ = ("transforms.read", "transforms.dead_letters")
 WORKER_MODULES = {
     "train": (*_READ, "transforms.count", "pipeline.word_counts", "pyarrow.parquet"),
     "encode": (*_READ, "transforms.encode", "transforms.shards", "pyarrow.parquet"),
-    "report": (*_READ, "transforms.report", "transforms.report_sample", "pipeline.report_page"),
-    "pack": ("transforms.pack", "transforms.pack_spill", "transforms.sequence_formats", "pyarrow.parquet"),
+    "report": (*_READ, "transforms.report", "transforms.report.sample", "pipeline.report_page"),
+    "pack": ("transforms.pack", "transforms.pack.spill", "transforms.pack.write_sequences", "pyarrow.parquet"),
 }
 
 

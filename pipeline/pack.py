@@ -43,9 +43,9 @@ from pipeline.errors import UserError
 from pipeline.runners import describe_runner, new_pipeline, pipeline_options
 from pipeline.stopping import stop_at_once
 from transforms.pack import PackSequences, ShardUnits, shard_units
-from transforms.pack_input import ShardsInfo, describe_shards
-from transforms.packing import SPLITS
-from transforms.sequence_formats import FORMATS, SUFFIXES, WriteFiles, WriteSequences, check_format, written_counts
+from transforms.pack import (
+    FORMATS, SPLITS, SUFFIXES, ShardsInfo, WriteFiles, WriteSequences, check_format, describe_shards, written_counts,
+)
 from transforms.shards import SHARD_GLOB
 
 STATS_FILE = "stats.json"  # written last: the completion marker

@@ -20,8 +20,7 @@ import numpy as np
 
 from bpe.pretokenize import PRESETS
 from bpe.tokenizer import Tokenizer
-from transforms.report_figures import SAMPLE_BYTES
-from transforms.report_tokens import token_lengths
+from transforms.report import SAMPLE_BYTES, token_lengths
 
 FORMAT = "beam-bpe report 1"
 LONGEST_TOKENS = 50

@@ -211,7 +211,7 @@ def reference_pack(docs, length, split_documents=True, drop_remainder=False, pad
     """
     import numpy as np
 
-    from transforms.sequence_order import Permutation
+    from transforms.pack.sequence_order import Permutation
 
     result = {}
     for split in ("train", "validation"):

@@ -95,7 +95,7 @@ def test_eight_shards_on_two_workers_write_the_same_files(split_run, shards, tmp
 
 
 def test_read_batches_stream_a_row_group(shards, docs):
-    from transforms.pack_input import Unit, read_batches
+    from transforms.pack.input_shards import Unit, read_batches
 
     unit = Unit(0, next((shards / "one").glob("*.parquet")).as_posix(), 0)
     whole = list(read_batches(unit, batch_tokens=1 << 30))
@@ -109,7 +109,7 @@ def test_read_batches_stream_a_row_group(shards, docs):
 def test_small_batches_and_row_groups_give_the_same_files(split_run, shards, tmp_path, docs, monkeypatch):
     """Units read in batches of a few tokens and output files of many row groups:
     the same sequences, split or whole documents."""
-    from transforms import pack_input, sequence_formats
+    from transforms.pack import input_shards as pack_input, sequence_formats
 
     monkeypatch.setattr(pack_input, "BATCH_TOKENS", 50)
     monkeypatch.setattr(sequence_formats, "ROW_GROUP_TOKENS", 200)
@@ -185,7 +185,7 @@ def test_encode_then_pack_gives_back_the_text(tmp_path):
     eos = tok.special_tokens["<|endoftext|>"]
     assert packed["pad_id"] == packed["eos_token_id"] == eos
     # Undo the shuffle: sequence k of the stream is at position Permutation(k).
-    from transforms.sequence_order import Permutation
+    from transforms.pack.sequence_order import Permutation
 
     rows = read_packed_parquet(out, "train")
     positions = Permutation(len(rows), 0, "train")(np.arange(len(rows)))

@@ -15,9 +15,9 @@ import pytest
 from tests.helpers import (
     IN_MEMORY, encode_and_pack, pack, reference_validation, stdlib_lines, train_small, write_token_shards,
 )
-from transforms.pack_input import Unit
-from transforms.pack_spill import SpillReader, spill_path, spill_unit
-from transforms.sequence_order import ValidationRule
+from transforms.pack.input_shards import Unit
+from transforms.pack.sequence_order import ValidationRule
+from transforms.pack.spill import SpillReader, spill_path, spill_unit
 
 
 def random_docs(n=120, seed=4, vocab=1000):
@@ -26,7 +26,7 @@ def random_docs(n=120, seed=4, vocab=1000):
 
 
 def test_a_unit_spills_each_split_as_one_stream_in_order(tmp_path, monkeypatch):
-    from transforms import pack_input
+    from transforms.pack import input_shards as pack_input
 
     monkeypatch.setattr(pack_input, "BATCH_TOKENS", 40)  # many batches per unit, appended to one stream
     docs = random_docs()
@@ -71,7 +71,7 @@ def test_the_reader_reads_ranges_and_refuses_a_short_stream(tmp_path):
 
 
 def test_pack_reads_every_row_group_once_and_leaves_no_spill(tmp_path, monkeypatch):
-    from transforms import pack_spill
+    from transforms.pack import spill as pack_spill
     from transforms.pack import shard_units
 
     reads = collections.Counter()

@@ -15,12 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import reference_pack, reference_validation
-from transforms import packing
-from transforms.packing import (
+from transforms.pack import packing_algorithm as packing
+from transforms.pack.packing_algorithm import (
     Layout, Offsets, Pieces, UnitDocuments, assemble, best_fit, cut_stream, pack_window, plan_splits, read_runs,
     split_by_file, window_of,
 )
-from transforms.sequence_order import Permutation, ValidationRule, id_hashes, smallest_keys, split_masks
+from transforms.pack.sequence_order import Permutation, ValidationRule, id_hashes, smallest_keys, split_masks
 
 
 def distributed_pack(docs, units, layout, rule, pad_id=0):

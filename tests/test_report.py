@@ -202,7 +202,7 @@ def sample_of(files, size):
 
 
 def cut(data: bytes, limit: int | None = None) -> bytes:
-    from transforms.report_figures import SAMPLE_BYTES
+    from transforms.report.figures import SAMPLE_BYTES
 
     limit = SAMPLE_BYTES if limit is None else limit
     if len(data) <= limit:
@@ -214,7 +214,7 @@ def cut(data: bytes, limit: int | None = None) -> bytes:
 
 
 def test_the_sample_keeps_whole_characters_of_long_documents():
-    from transforms.report_figures import SAMPLE_BYTES, sample_prefix
+    from transforms.report.figures import SAMPLE_BYTES, sample_prefix
 
     han = "中文".encode() * 2000
     assert sample_prefix(han) == han[:SAMPLE_BYTES - SAMPLE_BYTES % 3]
@@ -224,7 +224,7 @@ def test_the_sample_keeps_whole_characters_of_long_documents():
 
 def test_segmentation_on_the_sample_equals_brute_force(generated, tokenizers):
     result, _, files = generated
-    from transforms.report_figures import SAMPLE_BYTES
+    from transforms.report.figures import SAMPLE_BYTES
 
     sample = sample_of(files, SAMPLE)
     assert result["corpus"]["sample_documents"] == SAMPLE

@@ -37,7 +37,7 @@ def test_classes_looked_up_as_met_equal_the_whole_table():
 
 
 def test_span_classes_equal_class_of_span_of_each_decoded_on_its_own():
-    from transforms.report_figures import span_classes
+    from transforms.report.figures import span_classes
 
     spans = [s.encode() for s in SPANS] + list(INVALID)
     assert span_classes(spans).tolist() == [plain_class_of_span(s) for s in spans]
@@ -56,7 +56,7 @@ def plain_dominant(data: bytes) -> int:
 
 
 def test_dominant_classes_equal_the_plain_definition():
-    from transforms.report_sample import dominant_classes
+    from transforms.report.sample import dominant_classes
 
     docs = [line.encode() for line in MULTILINGUAL_LINES] + list(INVALID) + [
         b"", b"12345 ...", "Привет hello".encode(), "ab Пр".encode(), "中文 日本語 カタカナ".encode(), b"\n\n",
@@ -79,10 +79,10 @@ def plain_segmentation(tok, documents) -> np.ndarray:
 
 
 def test_the_sample_segmented_in_parts_equals_one_piece_at_a_time(tokenizer, monkeypatch):
-    from transforms import report
-    from transforms.report_figures import Figures
-    from transforms.report_tokens import MeasuredTokenizer
-    from transforms.report_sample import Segmenter
+    from transforms.report import measures as report
+    from transforms.report.figures import Figures
+    from transforms.report.sample import Segmenter
+    from transforms.report.tokens import MeasuredTokenizer
 
     documents = [line for line in stdlib_lines()[2000:2300]] + [l.encode() for l in MULTILINGUAL_LINES] + list(INVALID)
     random.Random(0).shuffle(documents)
@@ -115,8 +115,8 @@ def test_the_sample_segmented_in_parts_equals_one_piece_at_a_time(tokenizer, mon
 
 
 def test_segment_gives_the_table_of_count_and_each_documents_ids(tokenizer):
-    from transforms.report_sample import Segmenter, visualizer_tokens
-    from transforms.report_tokens import MeasuredTokenizer
+    from transforms.report.sample import Segmenter, visualizer_tokens
+    from transforms.report.tokens import MeasuredTokenizer
 
     documents = [line for line in stdlib_lines()[:50]] + [l.encode() for l in MULTILINGUAL_LINES] + list(INVALID)
     measured = MeasuredTokenizer(tokenizer)
@@ -156,7 +156,7 @@ def test_combined_pieces_put_visualizer_tokens_and_checks_in_place(tokenizer):
 
 
 def test_a_visualizer_document_is_a_check_text_only_where_its_tokens_are_valid_utf8(tokenizer):
-    from transforms.report import _text
+    from transforms.report.measure_tokenizers import _text
 
     assert _text(tokenizer, tokenizer.encode("Привет, мир")) == "Привет, мир"
     assert _text(tokenizer, tokenizer.encode(b"bad \xff")) is None
@@ -164,15 +164,15 @@ def test_a_visualizer_document_is_a_check_text_only_where_its_tokens_are_valid_u
 
 
 def test_token_lengths_are_the_lengths_of_every_token(tokenizer):
-    from transforms.report_tokens import token_lengths
+    from transforms.report.tokens import token_lengths
 
     lengths = token_lengths(tokenizer)
     assert lengths.tolist() == [len(tokenizer.token_bytes(i)) for i in range(tokenizer.vocab_size)]
 
 
 def test_a_batch_of_one_byte_characters_counts_its_invalid_bytes_as_fallback(tokenizer):
-    from transforms.report_figures import Quantity, measure_batch
-    from transforms.report_tokens import MeasuredTokenizer
+    from transforms.report.figures import Quantity, measure_batch
+    from transforms.report.tokens import MeasuredTokenizer
 
     data = b"bad \xff\xfe bytes \x80\n"
     figures = measure_batch([("s", data)], [MeasuredTokenizer(tokenizer)])
@@ -185,8 +185,8 @@ def test_a_batch_of_one_byte_characters_counts_its_invalid_bytes_as_fallback(tok
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.integers(0, 40), max_size=6), st.randoms(use_true_random=False))
 def test_the_figures_do_not_depend_on_how_documents_are_batched(tokenizer, cuts, rng):
-    from transforms.report_figures import Figures, measure_batch
-    from transforms.report_tokens import MeasuredTokenizer
+    from transforms.report.figures import Figures, measure_batch
+    from transforms.report.tokens import MeasuredTokenizer
 
     documents = [(f"source-{i % 3}", line.encode()) for i, line in enumerate(MULTILINGUAL_LINES)]
     documents += [("source-0", data) for data in INVALID] + [("source-1", "e\u0301\u0301x \u0301".encode())]
@@ -206,7 +206,7 @@ def test_the_figures_do_not_depend_on_how_documents_are_batched(tokenizer, cuts,
 
 
 def test_tokens_whose_bytes_alone_decide_their_class_have_it_in_the_table(tokenizer):
-    from transforms.report_tokens import MeasuredTokenizer
+    from transforms.report.tokens import MeasuredTokenizer
 
     measured = MeasuredTokenizer(tokenizer)
     kinds = set()
@@ -228,7 +228,7 @@ def test_tokens_whose_bytes_alone_decide_their_class_have_it_in_the_table(tokeni
 
 
 def test_token_kinds_are_the_distinct_class_length_and_characters_of_the_known_tokens(tokenizer):
-    from transforms.report_tokens import MeasuredTokenizer
+    from transforms.report.tokens import MeasuredTokenizer
 
     measured = MeasuredTokenizer(tokenizer)
     n_kinds = len(measured.kind_classes)
@@ -243,7 +243,7 @@ def test_token_kinds_are_the_distinct_class_length_and_characters_of_the_known_t
 
 
 def test_text_span_classes_equal_class_of_span_of_classify():
-    from transforms.report_tokens import text_span_classes
+    from transforms.report.tokens import text_span_classes
 
     texts = [*SPANS, "\u0301", "\u0301\u0301", "\u0301a\u0301", "a\u0301\u0301", " \u0301", "\u0301 ", "\udcff", "x\udce4", "\n"]
     assert text_span_classes(texts).tolist() == [scripts.class_of_span(scripts.classify(t)) for t in texts]
@@ -254,13 +254,13 @@ def test_text_span_classes_equal_class_of_span_of_classify():
 
 def test_a_batch_encoded_from_its_code_points_gives_each_documents_ids(tokenizer, monkeypatch):
     from bpe.engines import AcceleratedEngine
-    from transforms.report_tokens import MeasuredTokenizer
+    from transforms.report.tokens import MeasuredTokenizer
 
     measured = MeasuredTokenizer(tokenizer)
     documents = [line for line in stdlib_lines()[:200]] + [l.encode() for l in MULTILINGUAL_LINES] + [b"", "x" * 5000]
     documents[-1] = documents[-1].encode()
     guarded = [*documents[:3], "Armenian \u0558 here".encode()]  # U+0558: a code point gigatoken lacks
-    monkeypatch.setattr("transforms.report_tokens.CHUNK_SIZE", 4096)  # the long document goes the usual way
+    monkeypatch.setattr("transforms.report.tokens.CHUNK_SIZE", 4096)  # the long document goes the usual way
     for docs in (documents, guarded):
         code_points = np.frombuffer(b"".join(docs).decode("utf-8").encode("utf-32-le"), dtype=np.uint32)
         got = measured.encode_valid(docs, code_points)

@@ -1,15 +1,15 @@
 """Measuring how well tokenizers fit a corpus: ``MeasureTokenizers``.
 
 Documents are measured in batches by every tokenizer at once (each document is
-read once, decoded once and classified once; see ``transforms.report_figures``
+read once, decoded once and classified once; see ``transforms.report.figures``
 for the definitions), the batches' additive totals are merged by one
 CombineFn, and the merged result's sample (the documents with the smallest
 hash of file and record, so it does not depend on sharding) is segmented three
-ways (``transforms.report_sample``) in parts that the workers share: every part
+ways (``transforms.report.sample``) in parts that the workers share: every part
 is one tokenizer's segmentation of some of the sample's documents, with the
 tokens of the visualizer's documents among them and the IDs of the texts a page
 checks its own encoder against. The job's result is a few named pieces, the
-merged figures and one per part, that ``combine_measures`` puts together: the
+merged figures and one per part, that ``measures.combine_measures`` puts together: the
 parts' tables add up. The driver does that after the job, so no step waits for
 all the parts.
 
@@ -22,10 +22,9 @@ them once for all its steps (``apache_beam.utils.shared``).
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, NamedTuple, Sequence
+from typing import Callable, Sequence
 
 import apache_beam as beam
-import numpy as np
 from apache_beam.utils import shared
 
 from bpe import preloaded
@@ -33,17 +32,15 @@ from bpe.engines import EngineProof, ProofMismatch
 from bpe.scripts import SCRIPTS
 from bpe.tokenizer import Tokenizer
 from transforms import metrics
-from transforms.report_figures import Figures, measure_batch
-from transforms.report_tokens import MeasuredTokenizer
-from transforms.report_sample import SEGMENTATION_FIELDS, Segmenter, visualizer_picks, visualizer_tokens
+from transforms.report.figures import Figures, measure_batch
+from transforms.report.measures import SamplePart, figures_to_json, sample_parts
+from transforms.report.sample import Segmenter, visualizer_picks, visualizer_tokens
+from transforms.report.tokens import MeasuredTokenizer
 
-# The sample is segmented in parts of about this many bytes per tokenizer (parts spread over
-# the workers; each call's arrays take several times its bytes).
-SAMPLE_PART_BYTES = 1 << 17
 # The tag of the sample's parts beside the merged figures.
 PARTS = "parts"
 
-__all__ = ["MeasureTokenizers", "combine_measures", "figures_to_json"]
+__all__ = ["MeasureTokenizers", "PARTS"]
 
 
 class _Loaded(list):
@@ -135,22 +132,6 @@ class _MergeFiguresFn(beam.CombineFn):
         return accumulator
 
 
-class SamplePart(NamedTuple):
-    """Some of the sample's documents, to be segmented by one tokenizer.
-
-    Attributes:
-      tokenizer: the tokenizer's index.
-      index: the part's number among that tokenizer's parts (0, 1, ...).
-      documents: the documents' prefixes (``report_figures.sample_prefix``).
-      shown: per document, its place among the visualizer's documents, or -1.
-    """
-
-    tokenizer: int
-    index: int
-    documents: list[bytes]
-    shown: list[int]
-
-
 class _SplitSampleFn(beam.DoFn):
     """Once: the merged Figures -> their measures ("figures", as JSON) and, under the tag
     PARTS, the sample's parts (``sample_parts``)."""
@@ -213,91 +194,6 @@ def _text(tokenizer: Tokenizer, tokens: list[int]) -> str | None:
         return None
 
 
-def sample_parts(figures: Figures, tokenizers: int, shown: Sequence[int] = ()) -> list[SamplePart]:
-    """The sample's documents (their prefixes) in parts of about SAMPLE_PART_BYTES, once per
-    tokenizer, each document in one part per tokenizer; ``shown`` are the indices in the sample
-    of the visualizer's documents, in its order. Each tokenizer has a part 0, if need be empty."""
-    place = {i: p for p, i in enumerate(shown)}
-    parts: list[list[int]] = []
-    part: list[int] = []
-    size = 0
-    for i, (*_, prefix, _) in enumerate(figures.sample):
-        if part and size + len(prefix) > SAMPLE_PART_BYTES:
-            parts.append(part)
-            part, size = [], 0
-        part.append(i)
-        size += len(prefix)
-    parts.append(part)
-    return [
-        SamplePart(t, k, [figures.sample[i][4] for i in indices], [place.get(i, -1) for i in indices])
-        for t in range(tokenizers) for k, indices in enumerate(parts)
-    ]
-
-
-def combine_measures(pieces: dict[str, dict], tokenizers: Sequence[Tokenizer], check_texts: Sequence[str],
-                     per_tokenizer: Callable | None = None) -> dict:
-    """The pieces the job wrote (by name) -> the measures (see ``MeasureTokenizers``, which
-    took the same ``check_texts`` and ``per_tokenizer``).
-
-    No documents: no pieces; the measures are those of no documents, and the check
-    texts are encoded here, and ``per_tokenizer`` called here.
-    """
-    vocab_sizes = [tokenizer.vocab_size for tokenizer in tokenizers]
-    measures = pieces.get("figures") or {**figures_to_json(Figures.empty(vocab_sizes)), "visualizer": []}
-    parts = [value for name, value in sorted(pieces.items()) if name.startswith("part-")]
-    measures["segmentation"] = segmentation_tables(
-        len(tokenizers), [(part["tokenizer"], np.array(part["segmentation"], dtype=np.int64)) for part in parts]
-    ).tolist()
-    for doc in measures["visualizer"]:
-        doc["tokens"] = [None] * len(tokenizers)
-    checks: list[list[tuple[int, str, list[int]]]] = [[] for _ in tokenizers]
-    values = [None] * len(tokenizers)  # of per_tokenizer, from each tokenizer's part 0
-    for part in parts:
-        t = part["tokenizer"]
-        for place, tokens in part["visualizer"]:
-            measures["visualizer"][place]["tokens"][t] = tokens
-        checks[t] += [tuple(check) for check in part["checks"]]
-        values[t] = part.get("per_tokenizer", values[t])
-    if not parts:
-        checks = [[(-1, text, tokenizer.encode(text)) for text in check_texts] for tokenizer in tokenizers]
-        if per_tokenizer is not None:
-            values = [per_tokenizer(tokenizer) for tokenizer in tokenizers]
-    if per_tokenizer is not None:
-        measures["per_tokenizer"] = values
-    # The fixed texts first, in their order, then the visualizer's documents in theirs.
-    measures["checks"] = [
-        [{"text": text, "ids": ids} for _, text, ids in sorted(mine, key=lambda check: check[0])] for mine in checks
-    ]
-    return measures
-
-
-def segmentation_tables(tokenizers: int, segmented: Sequence[tuple[int, np.ndarray]]) -> np.ndarray:
-    """int64 [tokenizer, class, SEGMENTATION_FIELDS]: the sum of each tokenizer's part tables."""
-    tables = np.zeros((tokenizers, len(SCRIPTS), len(SEGMENTATION_FIELDS)), dtype=np.int64)
-    for t, table in segmented:
-        tables[t] += table
-    return tables
-
-
-def figures_to_json(figures: Figures) -> dict:
-    """Figures as plain JSON values (the sample is summarised by its size)."""
-    return {
-        "classes": list(SCRIPTS),
-        "quantities": ["tokens", "bytes", "characters", "fallback_tokens"],
-        "segmentation_fields": list(SEGMENTATION_FIELDS),
-        "sources": {
-            source: {
-                "documents": figures.documents[source],
-                "counts": figures.counts[source].tolist(),
-                "words": figures.words[source].tolist(),
-            }
-            for source in sorted(figures.counts)
-        },
-        "token_counts": [counts.tolist() for counts in figures.token_counts],
-        "sample_documents": len(figures.sample),
-    }
-
-
 @dataclasses.dataclass
 class MeasureTokenizers(beam.PTransform):
     """Documents -> the measures of every tokenizer on them, in named pieces (name, dict), as
@@ -321,7 +217,7 @@ class MeasureTokenizers(beam.PTransform):
       source_field: the documents' source is their ``doc_id`` (the reader was
         given this field as the id field); None: their input file.
       sample_documents: how many documents the sample holds (the first
-        ``report_figures.SAMPLE_BYTES`` of each).
+        ``figures.SAMPLE_BYTES`` of each).
       batch_bytes: about how many document bytes are measured per call: the
         measures hold several arrays per byte, and batches that stay in the
         processor's caches are measured fastest.

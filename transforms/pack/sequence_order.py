@@ -16,6 +16,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+__all__ = ["SPLITS", "ValidationRule", "Permutation", "id_hashes", "smallest_keys", "split_masks"]
+
 SPLITS = ("train", "validation")
 _U64 = np.uint64
 

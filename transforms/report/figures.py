@@ -34,9 +34,9 @@ from typing import Sequence
 import numpy as np
 
 from bpe.scripts import INHERITED, INVALID, OTHER, SCRIPTS, WRITING, classes_of
-from transforms.report_tokens import MeasuredTokenizer, text_span_classes
+from transforms.report.tokens import MeasuredTokenizer, text_span_classes
 
-__all__ = ["Figures", "Quantity", "document_classes", "measure_batch", "span_classes"]
+__all__ = ["SAMPLE_BYTES", "Figures", "Quantity", "document_classes", "measure_batch", "sample_prefix", "span_classes"]
 
 N_CLASSES = len(SCRIPTS)
 # The sample keeps at most this many bytes of each document (see sample_prefix): enough for

@@ -2,10 +2,10 @@
 
 The work is done per unit (one row group of one token shard), per window of
 documents (whole-document packing) and per output file, so no worker holds
-more than about one of those; the algorithm is ``transforms.packing``.
+more than about one of those; the algorithm is ``transforms.pack.packing_algorithm``.
 
     units ──Spill──> UnitDocuments ──> Offsets (side input: each unit's stream position)
-      │  (tokens set aside: transforms.pack_spill)
+      │  (tokens set aside: transforms.pack.spill)
       ├── split documents ──Cut──> pieces by output file ───────────────┐
       └── whole documents ──Window──> GroupByKey ──BestFit──> bins ──Place──┤
                                                                    GroupByKey
@@ -19,7 +19,7 @@ position of its documents without any global order in memory; pieces name
 their tokens by stream and offset, and Assemble, writing an output file,
 reads its sequences' tokens from the streams. With ``validation_documents`` a
 first pass over the ids finds the hash of the N-th smallest. A unit is read
-as a stream of bounded batches (``transforms.pack_input``).
+as a stream of bounded batches (``transforms.pack.input_shards``).
 """
 
 from __future__ import annotations
@@ -33,13 +33,15 @@ import pyarrow as pa
 
 from transforms import metrics
 from transforms.coders import SizedPickleCoder
-from transforms.pack_input import Unit, open_shard
-from transforms.pack_spill import SpillReader, spill_path, spill_unit
-from transforms.packing import (
+from transforms.pack.input_shards import Unit, open_shard
+from transforms.pack.spill import SpillReader, spill_path, spill_unit
+from transforms.pack.packing_algorithm import (
     Layout, Offsets, Pieces, SequenceBlock, UnitDocuments, assemble, cut_stream, pack_window, plan_splits,
     split_by_file, window_of,
 )
-from transforms.sequence_order import SPLITS, ValidationRule, id_hashes, smallest_keys
+from transforms.pack.sequence_order import SPLITS, ValidationRule, id_hashes, smallest_keys
+
+__all__ = ["PackSequences", "PackedSequences", "ShardUnits", "shard_units"]
 
 
 class PiecesCoder(SizedPickleCoder):
@@ -232,7 +234,7 @@ class PackSequences(beam.PTransform):
 
     Args:
       scratch_dir: a directory every worker reaches (any Beam filesystem), for
-        the spilled token streams (``transforms.pack_spill``); the caller
+        the spilled token streams (``transforms.pack.spill``); the caller
         removes it after the job.
       seq_len: tokens per sequence.
       targets: one more token per sequence, for shifted targets (x = s[:-1], y = s[1:]).

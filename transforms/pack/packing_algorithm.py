@@ -1,6 +1,6 @@
 """Packing documents into fixed-length sequences: the algorithm, without Beam.
 
-``transforms.pack`` runs these functions on workers; each works on at most one
+``pack_sequences`` runs these functions on workers; each works on at most one
 unit of input (a Parquet row group of a token shard), one window of documents
 or one output file, never on the whole corpus.
 
@@ -42,7 +42,12 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from transforms.sequence_order import SPLITS, Permutation
+from transforms.pack.sequence_order import SPLITS, Permutation
+
+__all__ = [
+    "UnitCounts", "UnitDocuments", "Offsets", "Layout", "SplitPlan", "Pieces", "SequenceBlock", "plan_splits",
+    "split_by_file", "cut_stream", "window_of", "best_fit", "pack_window", "assemble", "read_runs"
+]
 
 # Fills its array with the tokens of stream ``source`` from ``offset`` (see ``assemble``).
 ReadTokens = Callable[[int, int, np.ndarray], None]

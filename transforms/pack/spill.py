@@ -25,9 +25,11 @@ import pyarrow as pa
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.pack_input import Unit, read_batches
-from transforms.packing import UnitDocuments
-from transforms.sequence_order import SPLITS, ValidationRule, split_masks
+from transforms.pack.input_shards import Unit, read_batches
+from transforms.pack.packing_algorithm import UnitDocuments
+from transforms.pack.sequence_order import SPLITS, ValidationRule, split_masks
+
+__all__ = ["SpillReader", "spill_path", "spill_unit"]
 
 
 def spill_path(directory: str, split: str, key: tuple[int, int]) -> str:

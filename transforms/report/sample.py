@@ -1,7 +1,7 @@
 """The report's figures on the sample: BPE against other segmentations, and the visualizer's documents.
 
 Pure (no Beam). The sample holds the first bytes of each sampled document
-(``report_figures.sample_prefix``), measured as documents of their own. For
+(``figures.sample_prefix``), measured as documents of their own. For
 every pre-token piece of a sample document and every
 tokenizer: BPE's token count, greedy longest match's and the fewest possible
 (``bpe.segmentation``), all with the tokenizer's own vocabulary (special
@@ -18,8 +18,8 @@ import numpy as np
 from bpe.pretokenize import to_text
 from bpe.scripts import WRITING
 from bpe.segmentation import Vocabulary
-from transforms.report_figures import N_CLASSES, document_classes
-from transforms.report_tokens import MeasuredTokenizer, text_span_classes
+from transforms.report.figures import N_CLASSES, document_classes
+from transforms.report.tokens import MeasuredTokenizer, text_span_classes
 
 __all__ = ["SEGMENTATION_FIELDS", "Segmenter", "visualizer_picks", "visualizer_tokens"]
 

@@ -1,6 +1,6 @@
 """What tokens are on their own: ``MeasuredTokenizer`` and the class of a text (pure: numpy, no Beam).
 
-The report's measures (``transforms.report_figures``) count most tokens from
+The report's measures (``transforms.report.figures``) count most tokens from
 tables per ID built here once per tokenizer, and look at the text around the
 others only.
 """

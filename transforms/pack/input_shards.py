@@ -18,6 +18,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from transforms.shards import EOS_KEY, SHA256_KEY, VOCAB_SIZE_KEY
 
+__all__ = ["BATCH_TOKENS", "Unit", "ShardsInfo", "open_shard", "describe_shards", "row_group_tokens", "read_batches"]
+
 # About how many tokens a worker reads from a shard at a time.
 BATCH_TOKENS = 1 << 20
 

@@ -1,0 +1,33 @@
+"""Packing token shards into shuffled fixed-length sequences, by split, and writing them as training files.
+
+    units = p | beam.Create(shard_units(paths))
+    packed = units | PackSequences(scratch_dir, seq_len=2048)
+    packed.blocks | WriteSequences(output_dir, format="parquet")
+
+The Beam parts are named after the PTransforms they hold:
+
+- ``pack_sequences``: ``PackSequences`` and ``ShardUnits`` (token shards -> ``SequenceBlock``s).
+- ``write_sequences``: ``WriteSequences`` and ``WriteFiles`` (blocks -> files), ``written_counts``.
+
+Pure, without Beam (numpy and Arrow), what those run on workers:
+
+- ``packing_algorithm``: positions, pieces, best fit and assembly of sequences.
+- ``sequence_order``: which split a document goes to, and the shuffle of sequences.
+- ``sequence_formats``: the bytes of Parquet, Megatron-LM and llm.c files.
+
+Plain functions that read and write files through Beam's filesystems (no PTransforms):
+
+- ``input_shards``: the input token shards' footers and row groups.
+- ``spill``: the token streams set aside between the first pass and assembly.
+"""
+
+from transforms.pack.input_shards import ShardsInfo, describe_shards
+from transforms.pack.pack_sequences import PackedSequences, PackSequences, ShardUnits, shard_units
+from transforms.pack.sequence_formats import FORMATS, SUFFIXES, check_format
+from transforms.pack.sequence_order import SPLITS
+from transforms.pack.write_sequences import WriteFiles, WriteSequences, written_counts
+
+__all__ = [
+    "PackSequences", "PackedSequences", "ShardUnits", "shard_units", "ShardsInfo", "describe_shards", "SPLITS",
+    "WriteSequences", "WriteFiles", "written_counts", "FORMATS", "SUFFIXES", "check_format",
+]
