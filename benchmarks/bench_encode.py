@@ -229,9 +229,9 @@ def io_limit_job(argv: list[str]) -> None:
     from pipeline.encode import collect_stats
     from pipeline.runners import new_pipeline, pipeline_options
     from transforms.dead_letters import WriteDeadLetters
-    from transforms.encode import EncodeDocuments, TokenRow
+    from transforms.encode import EncodeDocuments
     from transforms.read import ReadDocuments
-    from transforms.shards import WriteTokenShards
+    from transforms.shards import TokenRow, WriteTokenShards
 
     batch_size = EncodeDocuments.__dataclass_fields__["batch_size"].default
     p = new_pipeline(pipeline_options(beam_args))
@@ -258,7 +258,7 @@ REAL_ROWS = None  # real_rows() of the real run, in the I/O-limit job and its wo
 
 def written_rows(documents, kind: str):
     """The I/O-limit job's rows of a batch of documents: the real run's row of each, or as many zeros."""
-    from transforms.encode import TokenRow
+    from transforms.shards import TokenRow
 
     rows, buffer, typecode = REAL_ROWS
     for doc in documents:

@@ -172,8 +172,7 @@ def write_token_shards(docs, directory, shards=1, rows_per_group=None, sha256="0
                        eos_token_id=None):
     """Writes (id, tokens) documents as ``shards`` token shards, in order (shard 0
     holds the first documents); returns the shard paths, sorted."""
-    from transforms.encode import TokenRow
-    from transforms.shards import rows_to_table, shard_schema
+    from transforms.shards import TokenRow, rows_to_table, shard_schema
 
     directory = pathlib.Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

@@ -7,8 +7,8 @@ import pyarrow as pa
 import pytest
 
 from transforms.coders import TableCoder
-from transforms.encode import TokenRow, TokenRowCoder
 from transforms.read import Document, DocumentCoder
+from transforms.shards import TokenRow, TokenRowCoder
 
 
 def _elements():

@@ -21,9 +21,11 @@ from bpe import engines
 from bpe.engines import EngineProof, ProofMismatch, PythonEngine, TiktokenEngine
 from transforms import metrics
 from transforms.decode import DecodeShards
-from transforms.encode import EncodeDocuments, TokenRow
+from transforms.encode import EncodeDocuments
 from transforms.read import Document
-from transforms.shards import EOS_KEY, INPUT_BYTES_KEY, SHA256_KEY, VOCAB_SIZE_KEY, WriteTokenShards, rows_to_table, shard_schema
+from transforms.shards import (
+    EOS_KEY, INPUT_BYTES_KEY, SHA256_KEY, VOCAB_SIZE_KEY, TokenRow, WriteTokenShards, rows_to_table, shard_schema,
+)
 
 
 @pytest.fixture(scope="module")

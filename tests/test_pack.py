@@ -272,8 +272,7 @@ def test_shards_written_by_other_tools(tmp_path, capsys):
     """Columns in another order, an extra column, no Parquet statistics: the same sequences."""
     import pyarrow as pa
 
-    from transforms.encode import TokenRow
-    from transforms.shards import rows_to_table, shard_schema
+    from transforms.shards import TokenRow, rows_to_table, shard_schema
 
     docs = random_docs(60, seed=2)
     table = rows_to_table([TokenRow(i, t) for i, t in docs], shard_schema("f" * 64, 1000))

@@ -81,11 +81,7 @@ class _CountBatchFn(beam.DoFn):
         self._engine = engine
         self._max_batch_pieces = max_batch_pieces
         self._num_partitions = num_partitions
-        self._documents = metrics.counter("count", "documents")
-        self._bytes = metrics.counter("count", "bytes")
-        self._pieces = metrics.counter("count", "pieces")
-        self._regex_documents = metrics.counter("count", "regex_documents")
-        self._flushes = metrics.counter("count", "early_flushes")
+        self._counters = metrics.Counters("count", "documents", "bytes", "pieces", "regex_documents", "early_flushes")
 
     def setup(self):
         # Beam runs a worker process per core: gigatoken's counting threads (one
@@ -109,12 +105,13 @@ class _CountBatchFn(beam.DoFn):
             tables += 1
             pieces += sum(table.values())
             yield from self._partitions(table)
-        self._documents.inc(len(documents))
-        self._bytes.inc(size)
-        self._pieces.inc(pieces)
-        self._regex_documents.inc(self._counter.regex_documents - regex_before)
+        counters = self._counters
+        counters.documents.inc(len(documents))
+        counters.bytes.inc(size)
+        counters.pieces.inc(pieces)
+        counters.regex_documents.inc(self._counter.regex_documents - regex_before)
         if tables > 1:
-            self._flushes.inc(tables - 1)
+            counters.early_flushes.inc(tables - 1)
 
     def _partitions(self, table: dict[bytes, int]):
         n = self._num_partitions
@@ -161,15 +158,14 @@ class _PruneFn(beam.DoFn):
 
     def __init__(self, min_word_count: int):
         self._min_word_count = min_word_count
-        self._unique = metrics.counter("count", "unique_pieces")
-        self._pruned = metrics.counter("count", "pruned_pieces")
+        self._counters = metrics.Counters("count", "unique_pieces", "pruned_pieces")
 
     def process(self, partition_counts):
         _, counts = partition_counts
-        self._unique.inc(len(counts))
+        self._counters.unique_pieces.inc(len(counts))
         if self._min_word_count > 1:
             kept = {piece: count for piece, count in counts.items() if count >= self._min_word_count}
-            self._pruned.inc(len(counts) - len(kept))
+            self._counters.pruned_pieces.inc(len(counts) - len(kept))
             counts = kept
         if counts:
             yield counts

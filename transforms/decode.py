@@ -59,8 +59,7 @@ class _DecodeFn(beam.DoFn):
         self._strip_eos_token = strip_eos_token
         self._strip_bos_token = strip_bos_token
         self._preset = preset
-        self._documents = metrics.counter("decode", "documents")
-        self._bytes = metrics.counter("decode", "bytes")
+        self._counters = metrics.Counters("decode", "documents", "bytes")
 
     def setup(self):
         self._tokenizer = Tokenizer.load(self._tokenizer_path, preset=self._preset)
@@ -71,8 +70,8 @@ class _DecodeFn(beam.DoFn):
     def process(self, row) -> Iterable[tuple[str, bytes]]:
         row_id, tokens = (row["id"], row["tokens"]) if isinstance(row, Mapping) else row
         data = decode_tokens(self._tokenizer, tokens, self._eos_id, self._bos_id)
-        self._documents.inc()
-        self._bytes.inc(len(data))
+        self._counters.documents.inc()
+        self._counters.bytes.inc(len(data))
         yield row_id, data
 
 

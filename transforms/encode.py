@@ -19,7 +19,6 @@ import dataclasses
 import hashlib
 import logging
 from array import array
-from typing import NamedTuple, Sequence
 
 import apache_beam as beam
 import numpy as np
@@ -28,35 +27,9 @@ from bpe import engines, preloaded
 from bpe.engines import EngineProof, ProofMismatch
 from bpe.tokenizer import Tokenizer
 from transforms import metrics
-from transforms.coders import SizedPickleCoder
-from transforms.shards import token_typecode
+from transforms.shards import TokenRow, token_typecode
 
-
-class TokenRow(NamedTuple):
-    """One encoded document: a row of a token shard.
-
-    Attributes:
-      id: the record's id field, or ``<file>:<record number>``.
-      tokens: the token IDs (BOS and EOS included when added), an ``array`` of
-        the shard column's width (``transforms.shards.token_typecode``).
-      input_bytes: the size of the input document in bytes.
-    """
-
-    id: str
-    tokens: Sequence[int]
-    input_bytes: int = 0
-
-
-class TokenRowCoder(SizedPickleCoder):
-    """Token rows; size: two bytes a token (as in the shards) and the id."""
-
-    value_type = TokenRow
-
-    def estimate_size(self, row: TokenRow) -> int:
-        return 2 * len(row.tokens) + len(row.id)
-
-
-beam.coders.registry.register_coder(TokenRow, TokenRowCoder)
+__all__ = ["EncodeDocuments", "VerificationError", "verified", "check_against_reference", "row_tokens"]
 
 
 def eos_token_id(tokenizer: Tokenizer, eos_token: str | None) -> int:
@@ -167,12 +140,10 @@ class _EncodeBatchFn(beam.DoFn):
         self._append_eos = append_eos
         self._preset = preset
         self._prepend_bos = prepend_bos
-        self._documents = metrics.counter("encode", "documents")
-        self._tokens = metrics.counter("encode", "tokens")
-        self._input_bytes = metrics.counter("encode", "input_bytes")
-        self._fallbacks = metrics.counter("encode", "reference_fallbacks")
         self._verify_fraction = verify_fraction
-        self._verified = metrics.counter("encode", "verified_documents")
+        self._counters = metrics.Counters(
+            "encode", "documents", "tokens", "input_bytes", "reference_fallbacks", "verified_documents"
+        )
 
     def setup(self):
         tokenizer = preloaded.take(self._tokenizer_path, self._preset, self._proof) or Tokenizer.load(
@@ -206,13 +177,14 @@ class _EncodeBatchFn(beam.DoFn):
             input_bytes += len(data)
             row_id = doc.doc_id if doc.doc_id is not None else f"{doc.file}:{doc.record}"
             yield TokenRow(row_id, ids, len(data))
-        self._documents.inc(len(documents))
-        self._tokens.inc(tokens)
-        self._input_bytes.inc(input_bytes)
+        counters = self._counters
+        counters.documents.inc(len(documents))
+        counters.tokens.inc(tokens)
+        counters.input_bytes.inc(input_bytes)
         if checked:
-            self._verified.inc(checked)
+            counters.verified_documents.inc(checked)
         if engine.fallbacks != fallbacks:
-            self._fallbacks.inc(engine.fallbacks - fallbacks)
+            counters.reference_fallbacks.inc(engine.fallbacks - fallbacks)
 
 
 @dataclasses.dataclass

@@ -4,6 +4,7 @@ Every DoFn makes its counters here, and the drivers read them back by the same
 names, so a name is spelt once:
 
     documents = metrics.counter("read", "documents")   # in a DoFn: beam_bpe / read.documents
+    counters = metrics.Counters("encode", "documents", "tokens")   # several: counters.tokens.inc(n)
     ...
     totals = committed_counters(result)                # in a driver
     totals.get(metrics.key("read", "documents"))
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 import apache_beam as beam
 
+__all__ = ["NAMESPACE", "Counters", "counter", "key", "name"]
+
 NAMESPACE = "beam_bpe"
 
 
@@ -29,6 +32,18 @@ def name(step: str, what: str) -> str:
 def counter(step: str, what: str):
     """The Beam counter ``beam_bpe / step.what``."""
     return beam.metrics.Metrics.counter(NAMESPACE, name(step, what))
+
+
+class Counters:
+    """The counters of one step, each an attribute named as the counter:
+    ``Counters("count", "documents", "bytes").bytes`` is ``counter("count", "bytes")``.
+
+    A DoFn makes them in ``__init__``; they are pickled with it.
+    """
+
+    def __init__(self, step: str, *whats: str):
+        for what in whats:
+            setattr(self, what, counter(step, what))
 
 
 def key(step: str, what: str) -> tuple[str, str]:

@@ -8,6 +8,9 @@ reader can tell which tokenizer a shard needs without any side file,
 ``eos_token_id`` / ``bos_token_id`` when every row ends / starts with one, and
 ``input_bytes``, the size of the input documents its rows came from.
 
+A row is a ``TokenRow`` (id, tokens, input bytes): what ``EncodeDocuments``
+gives and ``WriteTokenShards`` takes.
+
 Writing goes through Beam's Parquet sink: every bundle writes a temporary file
 that is renamed into place only when the job commits, so retried bundles never
 leave duplicate rows.
@@ -17,17 +20,23 @@ from __future__ import annotations
 
 import dataclasses
 from array import array
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from transforms import metrics
+from transforms.coders import SizedPickleCoder
 from transforms.parquet import WriteParquetTables
 
-if TYPE_CHECKING:
-    from transforms.encode import TokenRow
+__all__ = [
+    "TokenRow", "TokenRowCoder", "WriteTokenShards", "SHARD_PREFIX", "SHARD_TEMPLATE", "SHARD_SUFFIX", "SHARD_GLOB",
+    "SHA256_KEY", "VOCAB_SIZE_KEY", "EOS_KEY", "BOS_KEY", "INPUT_BYTES_KEY", "ROW_GROUP_TOKENS", "token_type",
+    "token_typecode", "shard_schema", "shard_schema_problem", "shard_tokenizer_sha256", "shard_eos_id",
+    "shard_bos_id", "rows_to_table",
+]
+
 SHARD_PREFIX = "part"
 SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
 SHARD_SUFFIX = ".parquet"
@@ -57,6 +66,33 @@ def token_type(vocab_size: int) -> pa.DataType:
 def token_typecode(vocab_size: int) -> str:
     """The ``array`` typecode of ``token_type``: rows in it go into a shard without a copy."""
     return "H" if vocab_size <= 1 << 16 else "I"
+
+
+class TokenRow(NamedTuple):
+    """One encoded document: a row of a token shard.
+
+    Attributes:
+      id: the record's id field, or ``<file>:<record number>``.
+      tokens: the token IDs (BOS and EOS included when added), an ``array`` of
+        the shard column's width (``token_typecode``).
+      input_bytes: the size of the input document in bytes.
+    """
+
+    id: str
+    tokens: Sequence[int]
+    input_bytes: int = 0
+
+
+class TokenRowCoder(SizedPickleCoder):
+    """Token rows; size: two bytes a token (as in the shards) and the id."""
+
+    value_type = TokenRow
+
+    def estimate_size(self, row: TokenRow) -> int:
+        return 2 * len(row.tokens) + len(row.id)
+
+
+beam.coders.registry.register_coder(TokenRow, TokenRowCoder)
 
 
 def shard_schema(tokenizer_sha256: str, vocab_size: int, eos_token_id: int | None = None,

@@ -83,47 +83,44 @@ class _Codec(NamedTuple):
     zero_padding: bool  # zero bytes may separate streams
 
 
-class _GzipMember:
-    """One gzip member, behind the interface of bz2's and lzma's decompressors."""
-
-    def __init__(self):
-        self._zlib = zlib.decompressobj(16 + zlib.MAX_WBITS)  # gzip header and trailer
-        self.needs_input = True
-
-    def decompress(self, data: bytes, max_length: int) -> bytes:
-        out = self._zlib.decompress(self._zlib.unconsumed_tail + data, max_length)
-        # A full output may leave more inside zlib even with no input left.
-        self.needs_input = not self._zlib.unconsumed_tail and len(out) < max_length
-        return out
+class _OneStream:
+    """A decompressor of one stream (``_inner``) behind the interface of bz2's and
+    lzma's: where the stream ends, and the bytes after it, are the inner one's."""
 
     @property
     def eof(self) -> bool:
-        return self._zlib.eof
+        return self._inner.eof
 
     @property
     def unused_data(self) -> bytes:
-        return self._zlib.unused_data
+        return self._inner.unused_data
 
 
-class _ZstdFrame:
-    """One zstd frame, behind the same interface (its output is not limited)."""
+class _GzipMember(_OneStream):
+    """One gzip member."""
+
+    def __init__(self):
+        self._inner = zlib.decompressobj(16 + zlib.MAX_WBITS)  # gzip header and trailer
+        self.needs_input = True
+
+    def decompress(self, data: bytes, max_length: int) -> bytes:
+        out = self._inner.decompress(self._inner.unconsumed_tail + data, max_length)
+        # A full output may leave more inside zlib even with no input left.
+        self.needs_input = not self._inner.unconsumed_tail and len(out) < max_length
+        return out
+
+
+class _ZstdFrame(_OneStream):
+    """One zstd frame (its output is not limited)."""
 
     needs_input = True
 
     def __init__(self):
         # Beam's window limit, so files written with --long decompress.
-        self._frame = zstandard.ZstdDecompressor(max_window_size=1 << 31).decompressobj()
+        self._inner = zstandard.ZstdDecompressor(max_window_size=1 << 31).decompressobj()
 
     def decompress(self, data: bytes, max_length: int) -> bytes:
-        return self._frame.decompress(data)
-
-    @property
-    def eof(self) -> bool:
-        return self._frame.eof
-
-    @property
-    def unused_data(self) -> bytes:
-        return self._frame.unused_data
+        return self._inner.decompress(data)
 
 
 _CODECS = {
