@@ -20,6 +20,8 @@ import pickle
 import apache_beam as beam
 import pyarrow as pa
 
+__all__ = ["SizedPickleCoder", "TableCoder"]
+
 
 class SizedPickleCoder(beam.coders.Coder):
     """Pickles values of ``value_type``; ``estimate_size`` must not encode them."""

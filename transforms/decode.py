@@ -20,6 +20,8 @@ import apache_beam as beam
 from bpe.tokenizer import Tokenizer
 from transforms import metrics
 
+__all__ = ["DecodeShards", "decode_tokens", "document_span", "document_tokens"]
+
 
 def document_span(count: int, first: int | None, last: int | None, eos_id: int | None,
                   bos_id: int | None = None) -> tuple[int, int]:

@@ -30,6 +30,8 @@ from apache_beam.io.filesystem import CompressionTypes
 from transforms.coders import TableCoder  # noqa: F401  (registers the coder of pa.Table)
 from transforms.sink_write import WriteWithSink
 
+__all__ = ["WriteParquetTables"]
+
 
 class _OpenFile:
     """What the sink keeps per open file: the Parquet writer, the file under it

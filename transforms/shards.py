@@ -200,15 +200,14 @@ def _flat(rows: Sequence[TokenRow], typecode: str) -> array:
 class _ToTableFn(beam.DoFn):
     def __init__(self, schema: pa.Schema):
         self._schema = schema
-        self._rows = metrics.counter("shards", "rows")
-        self._tokens = metrics.counter("shards", "tokens")
+        self._counters = metrics.Counters("shards", "rows", "tokens")
 
     def process(self, rows: list[TokenRow]) -> Iterable[pa.Table]:
         if not rows:  # BatchElements emits an empty batch before a row bigger than a row group
             return
         table = rows_to_table(rows, self._schema)
-        self._rows.inc(table.num_rows)
-        self._tokens.inc(sum(len(row[1]) for row in rows))
+        self._counters.rows.inc(table.num_rows)
+        self._counters.tokens.inc(sum(len(row[1]) for row in rows))
         yield table
 
 

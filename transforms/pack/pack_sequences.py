@@ -186,8 +186,7 @@ class _AssembleFn(beam.DoFn):
 
     def __init__(self, directory: str, pad_id: int, dtype):
         self._directory, self._pad_id, self._dtype = directory, pad_id, dtype
-        self._sequences = metrics.counter("pack", "sequences")
-        self._tokens = metrics.counter("pack", "real_tokens")
+        self._counters = metrics.Counters("pack", "sequences", "real_tokens")
 
     def setup(self):
         _use_jemalloc()
@@ -206,8 +205,8 @@ class _AssembleFn(beam.DoFn):
             self._reader.read_into(spill_path(self._directory, split, keys[source]), offset, out)
 
         block = assemble(Pieces.concat(list(parts)), plans[split], file, self._pad_id, self._dtype, read)
-        self._sequences.inc(block.rows)
-        self._tokens.inc(int(block.real.sum()))
+        self._counters.sequences.inc(block.rows)
+        self._counters.real_tokens.inc(int(block.real.sum()))
         yield block
 
 

@@ -27,36 +27,13 @@ from transforms.pack.sequence_formats import (
 __all__ = ["WriteFiles", "WriteSequences", "written_counts"]
 
 
-# ---------------------------------------------------------------- reading back what was written
-
-
-def written_counts(path: str, format: str) -> tuple[int | None, int]:
-    """(sequences or None when the format does not record them, real tokens) of one
-    written file (for megatron: the ``.idx``), from its footer or header."""
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        if format == "parquet":
-            metadata = pq.ParquetFile(f).metadata
-            return metadata.num_rows, int(metadata.metadata[REAL_TOKENS_KEY])
-        if format == "megatron":
-            head = f.read(len(MEGATRON_HEADER) + 8 + 1 + 16)
-            if head[: len(MEGATRON_HEADER)] != MEGATRON_HEADER:
-                raise ValueError(f"{path} is not a Megatron index")
-            entries = struct.unpack("<Q", head[18:26])[0]
-            return None, int(np.frombuffer(f.read(4 * entries), np.int32).sum())
-        header = np.frombuffer(f.read(4 * LLMC_HEADER_INTS), np.int32)
-        if header[0] != LLMC_MAGIC or header[1] != LLMC_VERSION:
-            raise ValueError(f"{path} is not an llm.c token file")
-        return None, int(header[2])
-
-
 # ---------------------------------------------------------------- writing
 
 
 class _WriteFilesFn(beam.DoFn):
     def __init__(self, output_dir: str):
         self._output_dir = output_dir
-        self._files = metrics.counter("pack", "files")
-        self._bytes = metrics.counter("pack", "bytes_written")
+        self._counters = metrics.Counters("pack", "files", "bytes_written")
 
     def process(self, named: tuple[str, bytes]):
         name, data = named
@@ -68,8 +45,8 @@ class _WriteFilesFn(beam.DoFn):
         if FileSystems.exists(path):  # a retried bundle: the same bytes under the same name
             FileSystems.delete([path])
         FileSystems.rename([tmp], [path])
-        self._files.inc()
-        self._bytes.inc(len(data))
+        self._counters.files.inc()
+        self._counters.bytes_written.inc(len(data))
         yield name
 
 
@@ -122,3 +99,25 @@ class WriteSequences(beam.PTransform):
             | "Encode" >> beam.FlatMap(lambda block: encode_block(block, format, vocab_size, metadata, mask))
             | "Write" >> WriteFiles(self.output_dir)
         )
+
+
+# ---------------------------------------------------------------- reading back what was written
+
+
+def written_counts(path: str, format: str) -> tuple[int | None, int]:
+    """(sequences or None when the format does not record them, real tokens) of one
+    written file (for megatron: the ``.idx``), from its footer or header."""
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        if format == "parquet":
+            metadata = pq.ParquetFile(f).metadata
+            return metadata.num_rows, int(metadata.metadata[REAL_TOKENS_KEY])
+        if format == "megatron":
+            head = f.read(len(MEGATRON_HEADER) + 8 + 1 + 16)
+            if head[: len(MEGATRON_HEADER)] != MEGATRON_HEADER:
+                raise ValueError(f"{path} is not a Megatron index")
+            entries = struct.unpack("<Q", head[18:26])[0]
+            return None, int(np.frombuffer(f.read(4 * entries), np.int32).sum())
+        header = np.frombuffer(f.read(4 * LLMC_HEADER_INTS), np.int32)
+        if header[0] != LLMC_MAGIC or header[1] != LLMC_VERSION:
+            raise ValueError(f"{path} is not an llm.c token file")
+        return None, int(header[2])

@@ -6,6 +6,8 @@ import apache_beam as beam
 
 from transforms.coders import SizedPickleCoder
 
+__all__ = ["DEAD_LETTERS", "DeadLetter", "Document", "DocumentCoder", "dead_letter", "describe"]
+
 
 class Document(NamedTuple):
     """One input document.

@@ -51,10 +51,7 @@ class ReadFn(beam.DoFn):
         self._id_field = id_field
 
     def setup(self):
-        self._documents = metrics.counter("read", "documents")
-        self._bytes = metrics.counter("read", "bytes")
-        self._blank_lines = metrics.counter("read", "blank_lines")
-        self._files_done = metrics.counter("read", "files_done")
+        self._counters = metrics.Counters("read", "documents", "bytes", "blank_lines", "files_done")
 
     def process(self, task: ReadTask):
         if task.format == "parquet":
@@ -73,15 +70,15 @@ class ReadFn(beam.DoFn):
                     documents += 1
                     size += len(output.data)
                     if size >= _FLUSH_BYTES:
-                        self._documents.inc(documents)
-                        self._bytes.inc(size)
+                        self._counters.documents.inc(documents)
+                        self._counters.bytes.inc(size)
                         documents = size = 0
                 yield output
         finally:
-            self._documents.inc(documents)
-            self._bytes.inc(size)
+            self._counters.documents.inc(documents)
+            self._counters.bytes.inc(size)
         if task.part.stop is None:  # the piece that ends its file
-            self._files_done.inc()
+            self._counters.files_done.inc()
 
     def _read_text(self, task: ReadTask):
         # One document per line, nothing to parse: the loop is kept to the bare
@@ -108,7 +105,7 @@ class ReadFn(beam.DoFn):
             if record == 1:
                 line = strip_bom(line)
             if not line or line.isspace():  # blank: not a record
-                self._blank_lines.inc()
+                self._counters.blank_lines.inc()
                 continue
             parsed = parse_json_line(line, self._text_field, self._id_field)
             if isinstance(parsed, str):

@@ -85,8 +85,7 @@ class _MeasureBatchFn(beam.DoFn):
     def __init__(self, tokenizers: _Tokenizers, source_field: str | None, sample_size: int):
         self._spec = tokenizers
         self._source_field, self._sample_size = source_field, sample_size
-        self._documents = metrics.counter("report", "documents")
-        self._bytes = metrics.counter("report", "bytes")
+        self._counters = metrics.Counters("report", "documents", "bytes")
 
     def setup(self):
         self._tokenizers = self._spec.load()
@@ -104,8 +103,8 @@ class _MeasureBatchFn(beam.DoFn):
             sample_size=self._sample_size,
         )
         figures.offer([(source, doc.file, doc.record, doc.data) for source, doc in zip(sources, documents)])
-        self._documents.inc(len(documents))
-        self._bytes.inc(sum(len(doc.data) for doc in documents))
+        self._counters.documents.inc(len(documents))
+        self._counters.bytes.inc(sum(len(doc.data) for doc in documents))
         yield figures
 
 
