@@ -15,7 +15,7 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    package_data={"pipeline": ["report_assets/*.js", "report_assets/*.css"]},
+    package_data={"pipeline.report": ["assets/*.js", "assets/*.css"]},
     packages=find_packages(include=["bpe", "bpe.*", "transforms", "transforms.*", "pipeline", "pipeline.*"]),
     install_requires=[
         "apache-beam>=2.60",

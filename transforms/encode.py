@@ -24,12 +24,13 @@ from typing import NamedTuple, Sequence
 import apache_beam as beam
 import numpy as np
 
-from bpe import engines, preloaded
+from bpe import engines
 from bpe.engines import EngineProof, ProofMismatch
 from bpe.tokenizer import Tokenizer
 from transforms import metrics
 from transforms.coders import SizedPickleCoder
 from transforms.shards import token_typecode
+from transforms.tokenizer_loading import load_tokenizer
 
 
 class TokenRow(NamedTuple):
@@ -175,9 +176,7 @@ class _EncodeBatchFn(beam.DoFn):
         self._verified = metrics.counter("encode", "verified_documents")
 
     def setup(self):
-        tokenizer = preloaded.take(self._tokenizer_path, self._preset, self._proof) or Tokenizer.load(
-            self._tokenizer_path, self._transport_params, preset=self._preset
-        )
+        tokenizer = load_tokenizer(self._tokenizer_path, self._preset, self._proof, self._transport_params)
         try:
             self._engine = tokenizer.use_proof(self._proof)
         except ProofMismatch:

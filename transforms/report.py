@@ -28,7 +28,6 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.utils import shared
 
-from bpe import preloaded
 from bpe.engines import EngineProof, ProofMismatch
 from bpe.scripts import SCRIPTS
 from bpe.tokenizer import Tokenizer
@@ -36,6 +35,7 @@ from transforms import metrics
 from transforms.report_figures import Figures, measure_batch
 from transforms.report_tokens import MeasuredTokenizer
 from transforms.report_sample import SEGMENTATION_FIELDS, Segmenter, visualizer_picks, visualizer_tokens
+from transforms.tokenizer_loading import load_tokenizer
 
 # The sample is segmented in parts of about this many bytes per tokenizer (parts spread over
 # the workers; each call's arrays take several times its bytes).
@@ -70,7 +70,7 @@ class _Tokenizers:
     def _read(self) -> _Loaded:
         loaded = _Loaded()
         for path, proof in zip(self.paths, self.proofs):
-            tokenizer = preloaded.take(path, None, proof) or Tokenizer.load(path)
+            tokenizer = load_tokenizer(path, None, proof)
             try:
                 engine = tokenizer.use_proof(proof)
             except ProofMismatch:
