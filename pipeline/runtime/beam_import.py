@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import sys
 
+from pipeline.runtime.beam_internals import BIGQUERY
+
 __all__ = ["import_beam"]
 
 
 # Kept out while Beam is imported: connectors no step uses, and boto3 (imported when used).
-_KEPT_OUT = ("pymongo", "apache_beam.io.gcp.bigquery", "boto3")
+_KEPT_OUT = ("pymongo", BIGQUERY.module, "boto3")
 
 
 class _Refuse:

@@ -28,7 +28,7 @@ import hashlib
 import importlib
 import inspect
 
-__all__ = ["BEAM_PRIVATE_NAMES", "BeamInternalsChanged", "BeamName", "problems", "require"]
+__all__ = ["BEAM_PRIVATE_NAMES", "BIGQUERY", "S3_CLIENT_BOTO3", "BeamInternalsChanged", "BeamName", "problems", "require"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +62,11 @@ _EXECUTION = "apache_beam.runners.portability.fn_api_runner.execution"
 _LOCAL_JOB_SERVICE = "apache_beam.runners.portability.local_job_service"
 _PORTABLE_RUNNER = "apache_beam.runners.portability.portable_runner"
 _MONITORING_INFOS = "apache_beam.metrics.monitoring_infos"
+
+# Named here too: the modules that use them read their module paths from these.
+S3_CLIENT_BOTO3 = BeamName("apache_beam.io.aws.clients.s3.boto3_client", "boto3",
+                           "runtime.s3_sessions: swapped for one that shares botocore's model loader")
+BIGQUERY = BeamName("apache_beam.io.gcp.bigquery", "", "runtime.beam_import: kept out while Beam is imported")
 
 BEAM_PRIVATE_NAMES: tuple[BeamName, ...] = (
     # pipeline.runtime.runner: the FnApiRunner whose workers come from pipeline.runtime.warm_workers.
@@ -103,9 +108,8 @@ BEAM_PRIVATE_NAMES: tuple[BeamName, ...] = (
     BeamName(_MONITORING_INFOS, "extract_counter_value", "runtime.live_counters: a counter's value"),
     # pipeline.runtime.worker, beam_import, s3_sessions.
     BeamName("apache_beam.runners.worker.sdk_worker_main", "main", "runtime.worker: runs Beam's worker"),
-    BeamName("apache_beam.io.aws.clients.s3.boto3_client", "boto3",
-             "runtime.s3_sessions: swapped for one that shares botocore's model loader"),
-    BeamName("apache_beam.io.gcp.bigquery", "", "runtime.beam_import: kept out while Beam is imported"),
+    S3_CLIENT_BOTO3,
+    BIGQUERY,
     # pipeline.runners and pipeline.progress (not start-up machinery, but private all the same).
     BeamName("apache_beam.options.pipeline_options", "_BeamArgumentParser",
              "runners.check_beam_args: Beam's parser of pipeline options"),

@@ -19,9 +19,11 @@ import importlib.util
 import sys
 import threading
 
+from pipeline.runtime.beam_internals import S3_CLIENT_BOTO3
+
 __all__ = ["share_model_loader"]
 
-_BEAM_CLIENT_MODULE = "apache_beam.io.aws.clients.s3.boto3_client"
+_BEAM_CLIENT_MODULE = S3_CLIENT_BOTO3.module
 _lock = threading.Lock()
 _loader = None
 
