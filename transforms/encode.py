@@ -2,7 +2,7 @@
 
 Each worker loads the tokenizer once (``DoFn.setup``, with ``Tokenizer.load``,
 so local, ``gs://`` and ``s3://`` paths work on any runner, or takes the one a
-warm worker read ahead, ``bpe.preloaded``) and takes the
+warm worker read ahead, ``transforms.tokenizer_loading``) and takes the
 engine the driver proved for it (``bpe.engines``): the proof names the
 tokenizer's SHA-256, so a file replaced while the job runs cannot silently mix
 two tokenizers in one dataset, and no worker repeats the O(vocabulary) proof.

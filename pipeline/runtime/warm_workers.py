@@ -1,6 +1,6 @@
 """Beam worker processes made at the command's beginning, ready when its job starts.
 
-    warm_workers.start_for(argv, modules)   # in the CLI, once Beam is imported
+    warm_workers.start_for(argv, modules)   # in runtime.start, once Beam is imported
     ...                                     # the driver loads, checks, builds the job
     process = warm_workers.take(env)        # the runner, for each worker the job needs
 
