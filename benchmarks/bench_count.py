@@ -122,7 +122,7 @@ def load() -> str:
 # there; CPU of the process and of its workers over the same span.
 _COUNT_JOB = """
 import argparse, json, resource, sys, time
-from pipeline import beam_import, warm_workers
+from pipeline.runtime import beam_import, warm_workers
 beam_import.import_beam()
 from pipeline.cli import WORKER_MODULES
 shards, pattern, workers, output = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]

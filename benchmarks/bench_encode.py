@@ -209,7 +209,7 @@ def io_limit_job(argv: list[str]) -> None:
     which is not part of the job.
     """
     kind, real_out, sha256, vocab_size, inputs, out, *beam_args = argv
-    from pipeline import beam_import, warm_workers
+    from pipeline.runtime import beam_import, warm_workers
     from pipeline.cli import WORKER_MODULES
 
     gc.disable()
@@ -226,8 +226,9 @@ def io_limit_job(argv: list[str]) -> None:
     gc.enable()
     import apache_beam as beam
 
-    from pipeline.encode import collect_stats
-    from pipeline.runners import new_pipeline, pipeline_options
+    from pipeline.encode.job import collect_stats
+    from pipeline.runners import pipeline_options
+    from pipeline.runtime import new_pipeline
     from transforms.dead_letters import WriteDeadLetters
     from transforms.encode import EncodeDocuments
     from transforms.read import ReadDocuments

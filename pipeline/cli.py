@@ -9,11 +9,12 @@ its output directory.
 
 Run from the command line, a command whose job runs on DirectRunner makes its
 worker processes as soon as it has imported Beam, so they are ready when the
-job starts (``pipeline.warm_workers``); the ones no job took end with the
-command, and the command ends at once when its output is published.
+job starts; the ones no job took end with the command, and the command ends at
+once when its output is published (``pipeline.runtime``, whose switch
+``BEAM_BPE_PLAIN_BEAM=1`` turns this off).
 
 Stopping: SIGTERM is taken like Ctrl-C. During a Beam job the command stops at
-once (``pipeline.stopping``); elsewhere the interrupt unwinds (train
+once (``pipeline.runtime.stop_at_once``); elsewhere the interrupt unwinds (train
 saves its merges on the way) and ends in one line and exit 130 or 143.
 """
 
@@ -21,14 +22,12 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import gc
 import importlib
 import logging
-import os
 import signal
 import sys
 
-from pipeline import beam_import, output_lock, warm_workers
+from pipeline import output_lock, runtime
 from pipeline.errors import UserError
 
 # Each subcommand lives in its own module with add_arguments(parser) and run(args, beam_args) -> int.
@@ -40,18 +39,18 @@ COMMANDS = {
     "pack": ("pipeline.pack", "pack token shards into shuffled fixed-length sequences for training"),
 }
 # What the Beam workers of each command's job import, for the workers started
-# before the job (pipeline.warm_workers); decode runs no Beam job.
+# before the job (pipeline.runtime.warm_workers); decode runs no Beam job.
 _READ = ("transforms.read", "transforms.dead_letters")
 WORKER_MODULES = {
     "train": (*_READ, "transforms.count", "pipeline.word_counts", "pyarrow.parquet"),
     "encode": (*_READ, "transforms.encode", "transforms.shards", "pyarrow.parquet"),
-    "report": (*_READ, "transforms.report", "transforms.report.sample", "pipeline.report_page"),
+    "report": (*_READ, "transforms.report", "transforms.report.sample", "pipeline.report.page"),
     "pack": ("transforms.pack", "transforms.pack.spill", "transforms.pack.write_sequences", "pyarrow.parquet"),
 }
 
 
 # Beam's warnings at import time that optional connectors' libraries are missing
-# (Google Cloud's clients; MongoDB's, which pipeline.beam_import keeps out).
+# (Google Cloud's clients; MongoDB's, which pipeline.runtime.beam_import keeps out).
 _IMPORT_NOISE = ("apitools not found", "Could not find a compatible bson package")
 
 
@@ -73,34 +72,22 @@ class _Parser(argparse.ArgumentParser):
 def main(argv: list[str] | None = None) -> int:
     """Runs the command of ``argv`` (the command line's when None) and returns its exit code.
 
-    On the command line the process then ends at once: the command's output is
-    written and published, its workers have ended, and what is left is the
-    interpreter freeing every object and Beam's idle runner threads.
+    On the command line the process then ends (``runtime.exit``: at once, as its
+    output is written and published and its workers have ended).
     """
     code = _main(argv)
     if argv is None:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        runtime.exit(code)
     return code
 
 
 def _main(argv: list[str] | None) -> int:
     quiet_beam_import_noise()
-    # Start-up makes objects the command keeps to its end (modules, Beam's classes, the
-    # tokenizers' tables): the collector is off while they are made, then they are frozen
-    # (here, and before the workers are forked from this process) so that no collection,
-    # in the command or in its workers, scans them again.
-    gc.disable()
-    beam_import.import_beam()
-    if argv is None and sys.argv[1:2] and sys.argv[1] in WORKER_MODULES:
-        # The command line's job gets its workers now, before this process starts a thread.
-        warm_workers.start_for(sys.argv[1:], WORKER_MODULES[sys.argv[1]])
-    gc.freeze()
-    gc.enable()
-    # Imported after the lines above: these import Beam.
+    # The command line's job gets its workers now, before this process starts a thread.
+    command_line = sys.argv[1:] if argv is None else None
+    runtime.start(command_line, WORKER_MODULES.get(command_line[0]) if command_line else None)
+    # Imported after the line above: these import Beam.
     from pipeline.resume import interrupting_signal, sigterm_as_interrupt
-    from pipeline.stopping import exit_now
 
     parser = _Parser(prog="beam-bpe", description=__doc__.splitlines()[0], allow_abbrev=False)
     subparsers = parser.add_subparsers(dest="command", required=True)
@@ -125,11 +112,11 @@ def _main(argv: list[str] | None) -> int:
         print(f"beam-bpe {args.command}: interrupted ({signal.Signals(signum).name}); nothing more was written: "
               "rerun the same command (it removes the leftovers of this run)", file=sys.stderr, flush=True)
         if argv is None:  # the real command line: runner threads may still run; do not wait for them
-            exit_now(128 + signum)
+            runtime.exit(128 + signum, stopped=True)
         return 128 + signum
     finally:
         output_lock.release_all()
-        warm_workers.discard()  # the ones no job took
+        runtime.end_idle_workers()
 
 
 def _check_leftover_arguments(beam_args: list[str], our_flags: list[str], beam_options: bool) -> None:

@@ -54,7 +54,7 @@ __all__ = [
     "check_writable", "claim",
     "dead_letter_files", "dead_letter_glob", "dead_letter_lines", "delete", "exists", "fail_if_strict",
     "is_local", "local_path", "matching", "open_read", "print_dead_letters", "read_dead_letters", "read_json",
-    "readable_json", "remove", "size", "temporary_path", "write_atomic", "write_json",
+    "move_into", "readable_json", "remove", "size", "temporary_path", "write_atomic", "write_json",
 ]
 STAGING_DIR = ".staging"  # hidden from pyarrow.dataset and from globs like part-*
 # Beam's file sinks write beside their output first; a killed job leaves these.
@@ -364,12 +364,16 @@ class StagedOutput:
             subdir, _, name = result.rpartition("/")
             source_dir = FileSystems.join(self.staging, subdir) if subdir else self.staging
             target_dir = FileSystems.join(self.directory, subdir) if subdir else self.directory
-            files = matching(source_dir, (name,))
-            if files and subdir and is_local(target_dir):
-                FileSystems.mkdirs(target_dir)  # a local rename needs the directory; object stores have none
-            FileSystems.rename(files, [FileSystems.join(target_dir, p.rsplit("/", 1)[-1]) for p in files])
+            move_into(matching(source_dir, (name,)), target_dir)
         delete(self.directory, (STAGING_DIR,))
         write_json(self.marker_path, marker, indent=2)
+
+
+def move_into(files: Sequence[str], directory: str) -> None:
+    """Moves ``files`` into ``directory``, each under its own name."""
+    if files and is_local(directory) and not FileSystems.exists(directory):
+        FileSystems.mkdirs(directory)  # a local rename needs the directory; object stores have none
+    FileSystems.rename(list(files), [FileSystems.join(directory, p.rsplit("/", 1)[-1]) for p in files])
 
 
 # --- Dead letters, --strict and summaries ----------------------------------------------

@@ -13,14 +13,13 @@ headers, and the job's plan of each split) and checked: the real tokens
 written plus the dropped ones equal the tokens of the input shards, and the
 documents of both splits are the input's documents.
 
-``beam-bpe encode --pack N`` is one job: encode's part of the pipeline
-(``pipeline.encode.build``) writes token shards into the staging directory,
-and the packing stages read them once all are written, exactly as ``pack``
-reads a user's shards.
+``beam-bpe encode --pack N`` (``pipeline.encode.packed``) runs the same
+packing stages in one job after encode's, through ``add_packing_options``,
+``check_options``, ``packing_transform``, ``write_packed`` and ``publish``.
 
 Crash safety (``pipeline.outputs.StagedOutput``, as in ``beam-bpe encode``):
 the job writes into ``DIR/.staging/`` (with the spilled token streams of
-packing, ``transforms.pack_spill``, in ``spill/``, about two or four bytes
+packing, ``transforms.pack.spill``, in ``spill/``, about two or four bytes
 a token, removed after the job); on success train/ and validation/ (a
 split without sequences has no folder) are moved into DIR and stats.json, the
 completion marker, is written last. A directory without stats.json holds
@@ -38,19 +37,24 @@ from typing import Sequence
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline import outputs, progress
+from pipeline import outputs, progress, runtime
 from pipeline.errors import UserError
-from pipeline.runners import describe_runner, new_pipeline, pipeline_options
-from pipeline.stopping import stop_at_once
-from transforms.pack import PackSequences, ShardUnits, shard_units
+from pipeline.runners import describe_runner, pipeline_options
+from transforms.pack import PackSequences, shard_units
 from transforms.pack import (
     FORMATS, SPLITS, SUFFIXES, ShardsInfo, WriteFiles, WriteSequences, check_format, describe_shards, written_counts,
 )
 from transforms.shards import SHARD_GLOB
 
+__all__ = [
+    "PLAN_FILE", "RESULTS", "SPILL_DIR", "STATS_FILE", "add_arguments", "add_packing_options", "check_complete",
+    "check_options", "check_validation_documents", "collect_stats", "packing_transform", "plan_json", "publish", "run",
+    "write_packed",
+]
+
 STATS_FILE = "stats.json"  # written last: the completion marker
 PLAN_FILE = "plan.json"  # written by the job into the staging directory
-SPILL_DIR = "spill"  # in the staging directory: the job's spilled token streams (transforms.pack_spill)
+SPILL_DIR = "spill"  # in the staging directory: the job's spilled token streams (transforms.pack.spill)
 # What a job leaves in DIR besides stats.json, relative to DIR.
 RESULTS = (*(f"{split}/part-*" for split in SPLITS), f"{outputs.DEAD_LETTERS_DIR}/{outputs.DEAD_LETTER_GLOB}")
 
@@ -96,17 +100,17 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     inputs, transform = _check_arguments(args, shards, output)
     output.clear_leftovers()
 
-    p = new_pipeline(options)
-    _write_packed(p | "Units" >> beam.Create(shard_units(shards)), transform, args, output.staging,
-                  inputs.tokenizer_sha256, inputs.vocab_size)
+    p = runtime.new_pipeline(options)
+    write_packed(p | "Units" >> beam.Create(shard_units(shards)), transform, args, output.staging,
+                 inputs.tokenizer_sha256, inputs.vocab_size)
     progress.Progress("pack", "pack", fields=progress.PACKED, enabled=not args.no_progress,
                       every=args.progress_every).run(p)
-    _publish(args, output, inputs, transform, options)
+    publish(args, output, inputs, transform, options)
     return 0
 
 
-def _write_packed(units: beam.PCollection, transform: PackSequences, args: argparse.Namespace, staging: str,
-                  tokenizer_sha256: str, vocab_size: int) -> None:
+def write_packed(units: beam.PCollection, transform: PackSequences, args: argparse.Namespace, staging: str,
+                 tokenizer_sha256: str, vocab_size: int) -> None:
     """The packing part of a pipeline: the sequences and the plan written into ``staging``."""
     metadata = {b"tokenizer_sha256": tokenizer_sha256.encode(), b"vocab_size": str(vocab_size).encode(),
                 b"seq_len": str(args.seq_len).encode(), b"targets": str(int(args.targets)).encode()}
@@ -121,8 +125,8 @@ def _write_packed(units: beam.PCollection, transform: PackSequences, args: argpa
     )
 
 
-def _publish(args: argparse.Namespace, output: outputs.StagedOutput, inputs: ShardsInfo, transform: PackSequences,
-             options, encoded: dict | None = None) -> None:
+def publish(args: argparse.Namespace, output: outputs.StagedOutput, inputs: ShardsInfo, transform: PackSequences,
+            options, encoded: dict | None = None) -> None:
     """After the job: stats.json from what was written, checked; the result moved into place."""
     outputs.delete(output.staging, (SPILL_DIR,))
     stats = collect_stats(output.staging, args.format, inputs, _settings(args, transform))
@@ -157,21 +161,21 @@ def _match_shards(patterns: Sequence[str]) -> list[str]:
 def _check_arguments(args: argparse.Namespace, shards: list[str],
                      output: outputs.StagedOutput) -> tuple[ShardsInfo, PackSequences]:
     """Fails before the job on any user mistake; returns the inputs and the transform."""
-    _check_options(args)
+    check_options(args)
     try:
         inputs = describe_shards(shards)
         check_format(args.format, inputs.vocab_size)
     except ValueError as e:
         raise UserError(str(e)) from None
-    _check_validation_documents(args, inputs)
+    check_validation_documents(args, inputs)
     _check_input_stats(shards, inputs)
-    transform = _transform(args, output, inputs.vocab_size, inputs.eos_token_id)
+    transform = packing_transform(args, output, inputs.vocab_size, inputs.eos_token_id)
     outputs.claim(args.output, "pack", inputs=shards)
-    _check_complete(args)
+    check_complete(args)
     return inputs, transform
 
 
-def _check_options(args: argparse.Namespace) -> None:
+def check_options(args: argparse.Namespace) -> None:
     """The checks of the packing options that need no input."""
     if args.seq_len < 1:
         raise UserError(f"--seq-len must be at least 1, not {args.seq_len}")
@@ -186,7 +190,8 @@ def _check_options(args: argparse.Namespace) -> None:
     progress.check_arguments(args)
 
 
-def _check_validation_documents(args: argparse.Namespace, inputs: ShardsInfo) -> None:
+def check_validation_documents(args: argparse.Namespace, inputs: ShardsInfo) -> None:
+    """--validation-documents must leave training documents."""
     if args.validation_documents and args.validation_documents >= inputs.documents:
         raise UserError(
             f"--validation-documents {args.validation_documents} leaves no training documents "
@@ -194,7 +199,8 @@ def _check_validation_documents(args: argparse.Namespace, inputs: ShardsInfo) ->
         )
 
 
-def _check_complete(args: argparse.Namespace) -> None:
+def check_complete(args: argparse.Namespace) -> None:
+    """A complete result in --output is replaced only with --overwrite."""
     if outputs.exists(FileSystems.join(args.output, STATS_FILE)) and not args.overwrite:
         raise UserError(
             f"{args.output} already holds the result of a complete run ({STATS_FILE}); "
@@ -202,8 +208,9 @@ def _check_complete(args: argparse.Namespace) -> None:
         )
 
 
-def _transform(args: argparse.Namespace, output: outputs.StagedOutput, vocab_size: int,
-               eos_token_id: int | None) -> PackSequences:
+def packing_transform(args: argparse.Namespace, output: outputs.StagedOutput, vocab_size: int,
+                      eos_token_id: int | None) -> PackSequences:
+    """The packing transform the options describe, spilling into the staging directory."""
     pad_id = args.pad_id if args.pad_id is not None else (eos_token_id or 0)
     try:
         return PackSequences(
@@ -311,78 +318,3 @@ def _split_files(directory: str, split: str, format: str, all_suffixes: bool = F
     suffixes = SUFFIXES[format] if all_suffixes else SUFFIXES[format][-1:]
     names = [p.rsplit("/", 1)[-1] for p in outputs.matching(FileSystems.join(directory, split), ("part-*",))]
     return sorted(n for n in names if n.endswith(suffixes))
-
-
-# ---------------------------------------------------------------- beam-bpe encode --pack N
-
-ENCODED_DIR = "encoded"  # encode --pack: the per-document shards, in the staging directory
-
-
-def add_encode_pack_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags ``beam-bpe encode`` gains for ``--pack N`` (its --format is the input's)."""
-    parser.add_argument("--pack", type=int, default=0, metavar="N",
-                        help="pack the encoded documents into sequences of N tokens (as beam-bpe pack) instead of "
-                        "writing per-document shards")
-    parser.add_argument("--pack-format", default="parquet",
-                        help=f"with --pack: output format, {', '.join(FORMATS)} (default parquet)")
-    add_packing_options(parser)
-
-
-def run_encode_and_pack(args: argparse.Namespace, beam_args: list[str]) -> int:
-    """``beam-bpe encode --pack N``: one job encodes into token shards in the
-    staging directory and packs them as they are, once all are written.
-
-    The output is exactly what ``beam-bpe encode`` then ``beam-bpe pack`` give,
-    with the encode's dead letters and its stats (under "encode") beside it.
-    """
-    from pipeline import encode
-
-    options = pipeline_options(beam_args)
-    output_dir = outputs.absolute(args.output)
-    pack_args = argparse.Namespace(**{**vars(args), "seq_len": args.pack, "output": output_dir,
-                                      "format": args.pack_format})
-    _check_options(pack_args)
-    _check_complete(pack_args)
-    outputs.claim(output_dir, "pack", inputs=args.input)  # before encode writes its shards inside it
-    output = outputs.StagedOutput(output_dir, RESULTS, marker=STATS_FILE, command="pack")
-    output.clear_leftovers()
-    encoded = FileSystems.join(output.staging, ENCODED_DIR)
-    encode_args = argparse.Namespace(**{**vars(args), "output": encoded, "overwrite": True, "pack": 0})
-    encoded_output = outputs.StagedOutput(encoded, encode.RESULTS, marker=STATS_FILE, command="encode")
-    tokenizer, eos_id, bos_id, encode_transform = encode.prepare(encode_args, options, encoded_output)
-    try:
-        check_format(args.pack_format, tokenizer.vocab_size)
-    except ValueError as e:
-        raise UserError(str(e)) from None
-    transform = _transform(pack_args, output, tokenizer.vocab_size, eos_id)
-
-    kept = (f"nothing of this run is in {output_dir} yet (its leftovers in {output.staging} are removed by the "
-            "next run): rerun the same command")
-    shown = progress.Progress("encode", "encode", files=encode_args.files, enabled=not encode_args.no_progress,
-                              every=encode_args.progress_every)  # checked by encode.prepare
-    with stop_at_once("encode", kept):
-        p = new_pipeline(options)
-        shards = encode.build(p, encode_args, tokenizer, encode_transform, eos_id, bos_id, encoded)
-        _write_packed(shards | "ShardUnits" >> ShardUnits(), transform, pack_args, output.staging,
-                      tokenizer.sha256, tokenizer.vocab_size)
-        result = shown.run(p)
-
-    encode_stats = encode.collect_stats(encoded, tokenizer.sha256)
-    encode_stats["verified_documents"] = encode.verified_documents(result)
-    try:
-        inputs = describe_shards(sorted(outputs.matching(encoded, (SHARD_GLOB,))))
-    except ValueError as e:  # no document was read
-        raise UserError(str(e)) from None
-    _check_validation_documents(pack_args, inputs)
-    _move_dead_letters(encoded, output.staging)
-    _publish(pack_args, output, inputs, transform, options, encoded=encode_stats)
-    outputs.fail_if_strict(args.strict, output_dir, f"the packed sequences and stats.json are written to {output_dir}")
-    return 0
-
-
-def _move_dead_letters(encoded: str, staging: str) -> None:
-    letters = outputs.matching(FileSystems.join(encoded, outputs.DEAD_LETTERS_DIR), ("*",))
-    target = FileSystems.join(staging, outputs.DEAD_LETTERS_DIR)
-    if letters and outputs.is_local(target):
-        FileSystems.mkdirs(target)
-    FileSystems.rename(letters, [FileSystems.join(target, p.rsplit("/", 1)[-1]) for p in letters])

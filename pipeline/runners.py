@@ -1,10 +1,10 @@
 """Beam pipeline options for our drivers: runner defaults, refusals, metrics.
 
-Shared by ``beam-bpe train`` and ``beam-bpe encode``:
+Shared by the commands that run a Beam job:
 
     check_beam_args(beam_args, our_flags)      # UserError for any argument Beam would drop
     options = pipeline_options(beam_args)      # checks again; UserError for a refused runner
-    pipeline = new_pipeline(options)           # DirectRunner = Beam's FnApiRunner
+    pipeline = runtime.new_pipeline(options)   # DirectRunner = Beam's FnApiRunner (pipeline.runtime)
     ...
     result = pipeline.run(); result.wait_until_finish()
     counters = committed_counters(result)      # {(namespace, name): value}
@@ -16,41 +16,29 @@ workers log warnings only, so the command's output stays readable. Any flag the
 user gives wins, because Beam takes the last value of a repeated flag and ours
 come first.
 
-DirectRunner jobs run on Beam's FnApiRunner, always. Beam's DirectRunner may
-first try Prism, a Go binary it downloads from GitHub when the job starts, and
-fall back to the FnApiRunner only when that fails (e.g. offline). Prism ignores
-the flags above, and the FnApiRunner is what our tests run, so a job behaves the
-same online and offline and never downloads anything. ``--runner=PrismRunner``
-still gets Prism. The FnApiRunner's worker processes start as
-``python -m pipeline.worker``: Beam's worker, quiet on the terminal and quick to
-exit (see there); a job takes the ones the command started at its beginning
-(``pipeline.warm_workers``) before it starts any.
+DirectRunner jobs run on Beam's FnApiRunner, always (``runs_on_fn_api_runner``).
+Beam's DirectRunner may first try Prism, a Go binary it downloads from GitHub
+when the job starts, and fall back to the FnApiRunner only when that fails
+(e.g. offline). Prism ignores the flags above, and the FnApiRunner is what our
+tests run, so a job behaves the same online and offline and never downloads
+anything. ``--runner=PrismRunner`` still gets Prism. Which FnApiRunner, and
+how its worker processes start, is ``pipeline.runtime``'s.
 """
-
 from __future__ import annotations
 
 import difflib
 import logging
-import os
-import subprocess
-import sys
-import threading
 import weakref
 from typing import Sequence
 
-import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, _BeamArgumentParser
-from apache_beam.portability import python_urns
-from apache_beam.runners.portability import local_job_service
-from apache_beam.runners.portability.fn_api_runner import fn_runner, worker_handlers
 
-from pipeline import warm_workers
 from pipeline.errors import UserError
 
 __all__ = [
-    "DIRECT_DEFAULTS", "check_beam_args", "committed_counters", "describe_runner", "is_direct", "new_pipeline",
-    "pipeline_options",
+    "DIRECT_DEFAULTS", "check_beam_args", "committed_counters", "describe_runner", "is_direct", "pipeline_options",
+    "runs_on_fn_api_runner", "tokenizer_transport",
 ]
 
 DIRECT_DEFAULTS = (
@@ -80,6 +68,12 @@ def _runner_key(options: PipelineOptions) -> str:
 def is_direct(options: PipelineOptions) -> bool:
     """Whether the options select Beam's DirectRunner (also when --runner is absent)."""
     return _runner_key(options) in _DIRECT_NAMES
+
+
+def runs_on_fn_api_runner(options: PipelineOptions) -> bool:
+    """Whether the options name Beam's default DirectRunner, whose job runs on Beam's FnApiRunner
+    here (never on Prism; see the module's docstring)."""
+    return _runner_key(options) in _SWITCHING_NAMES
 
 
 class _OptionsParser(_BeamArgumentParser):
@@ -214,111 +208,6 @@ class _Options(PipelineOptions):
         if cls not in views:
             views[cls] = super().view_as(cls)
         return views[cls]
-
-
-def new_pipeline(options: PipelineOptions) -> beam.Pipeline:
-    """A Pipeline for the options; Beam's default DirectRunner becomes its FnApiRunner.
-
-    Configured as the DirectRunner configures it: the pipeline options are passed
-    to the SDK workers (log level, our flags), as in ``SwitchingDirectRunner``.
-    Worker processes start as ``python -m pipeline.worker`` (Beam's worker, quiet
-    on the terminal and quick to exit; see there).
-    """
-    if _runner_key(options) not in _SWITCHING_NAMES:
-        return beam.Pipeline(options=options)
-    from apache_beam.portability.api import beam_provision_api_pb2
-    from apache_beam.runners.portability.portable_runner import JobServiceHandle
-
-    provision_info = fn_runner.ExtendedProvisionInfo(
-        beam_provision_api_pb2.ProvisionInfo(
-            pipeline_options=JobServiceHandle.encode_pipeline_options(options.get_all_options())
-        )
-    )
-    return beam.Pipeline(runner=_FnApiRunner(provision_info=provision_info), options=options)
-
-
-class _FnApiRunner(fn_runner.FnApiRunner):
-    """Beam's FnApiRunner, starting its worker processes with ``pipeline.worker``,
-    and telling ``live`` (when set: ``pipeline.progress.LiveCounters``) of every
-    worker a stage runs on, so that the counters of the running job can be read."""
-
-    # Formed as Beam forms its own worker command, so it runs wherever Beam's would.
-    WORKER_COMMAND = f"{sys.executable} -m pipeline.worker"
-
-    live = None
-
-    def _get_bundle_manager(self, bundle_context_manager):
-        if self.live is not None:
-            for handler in bundle_context_manager.worker_handlers:  # the stage's bundles run on these
-                self.live.watch(handler)
-        return super()._get_bundle_manager(bundle_context_manager)
-
-    def run_via_runner_api(self, pipeline_proto, options):
-        # multi_processing mode names Beam's worker module as the command of the
-        # job's subprocess environment; ours runs the same worker, warm when one waits.
-        for environment in pipeline_proto.components.environments.values():
-            if environment.urn == python_urns.SUBPROCESS_SDK:
-                environment.urn = _WARM_SUBPROCESS_URN
-                environment.payload = self.WORKER_COMMAND.encode("utf-8")
-        return super().run_via_runner_api(pipeline_proto, options)
-
-
-# Beam's subprocess environment, whose workers come from pipeline.warm_workers first.
-_WARM_SUBPROCESS_URN = "beam_bpe:env:warm_subprocess:v1"
-
-
-class _WarmSdkWorker(local_job_service.SubprocessSdkWorker):
-    """Beam's ``SubprocessSdkWorker``, whose process is a warm worker when one is left."""
-
-    def run(self):
-        # Beam's SubprocessSdkWorker.run, but for where the process comes from.
-        import grpc
-        from apache_beam.portability.api import beam_fn_api_pb2_grpc, endpoints_pb2
-        from apache_beam.utils import thread_pool_executor
-        from google.protobuf import json_format, text_format
-
-        options = [("grpc.http2.max_pings_without_data", 0), ("grpc.http2.max_ping_strikes", 0)]
-        logging_server = grpc.server(thread_pool_executor.shared_unbounded_instance(), options=options)
-        logging_port = logging_server.add_insecure_port("[::]:0")
-        logging_server.start()
-        beam_fn_api_pb2_grpc.add_BeamFnLoggingServicer_to_server(
-            local_job_service.BeamFnLoggingServicer(), logging_server
-        )
-        environment = dict(
-            os.environ,
-            CONTROL_API_SERVICE_DESCRIPTOR=text_format.MessageToString(
-                endpoints_pb2.ApiServiceDescriptor(url=self._control_address)
-            ),
-            LOGGING_API_SERVICE_DESCRIPTOR=text_format.MessageToString(
-                endpoints_pb2.ApiServiceDescriptor(url=f"localhost:{logging_port}")
-            ),
-            PIPELINE_OPTIONS=json_format.MessageToJson(self._provision_info.provision_info.pipeline_options),
-        )
-        if self._worker_id:
-            environment["WORKER_ID"] = self._worker_id
-        with worker_handlers.SUBPROCESS_LOCK:
-            process = warm_workers.take(environment) or subprocess.Popen(
-                self._worker_command_line, shell=True, env=environment
-            )
-        try:
-            process.wait()
-            if process.returncode:
-                raise RuntimeError(f"Worker subprocess exited with return code {process.returncode}")
-        finally:
-            if process.poll() is None:
-                process.kill()
-            logging_server.stop(0)
-
-
-@worker_handlers.WorkerHandler.register_environment(_WARM_SUBPROCESS_URN, bytes)
-class _WarmSubprocessWorkerHandler(worker_handlers.SubprocessSdkWorkerHandler):
-    """Beam's handler of subprocess workers, with ``_WarmSdkWorker`` as the worker."""
-
-    def start_worker(self):
-        self.worker = _WarmSdkWorker(self._worker_command_line, self.control_address, self.provision_info,
-                                     self.worker_id)
-        self.worker_thread = threading.Thread(name="run_worker", target=self.worker.run)
-        self.worker_thread.start()
 
 
 def describe_runner(options: PipelineOptions) -> str:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 
-from bpe import preloaded
 from bpe.presets import ENCODINGS
 from bpe.tokenizer import Tokenizer, TokenizerFileError
 from pipeline.errors import UserError
+from transforms.tokenizer_loading import load_tokenizer
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,11 +33,9 @@ def load(args: argparse.Namespace, transport: dict | None = None) -> Tokenizer:
     """
     if args.tokenizer_preset is not None and args.tokenizer_preset not in ENCODINGS:
         raise UserError(f"unknown --tokenizer-preset {args.tokenizer_preset!r} (choose from {', '.join(ENCODINGS)})")
-    # Read by this command an instant ago, under the path it hands its job (pipeline.warm_workers).
-    read_ahead = preloaded.take(args.tokenizer, args.tokenizer_preset)
-    if read_ahead is not None:
-        return read_ahead
     try:
-        return Tokenizer.load(args.tokenizer, transport, preset=args.tokenizer_preset)
+        # Maybe read by this command an instant ago, under the path it hands its job
+        # (pipeline.runtime.warm_workers).
+        return load_tokenizer(args.tokenizer, args.tokenizer_preset, None, transport)
     except TokenizerFileError as e:
         raise UserError(str(e)) from None

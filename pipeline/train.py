@@ -31,15 +31,14 @@ from apache_beam.io.filesystems import FileSystems
 import bpe
 from bpe.pretokenize import compile_pattern
 from bpe.trainer import MAX_TOKEN_ID
-from pipeline import outputs, progress
+from pipeline import outputs, progress, runtime
 from pipeline.config import Setting, default_help, resolve
 from pipeline.errors import UserError
 from pipeline.resume import (
     CHECKPOINT_FILE, COUNT_MARKER_FILE, Checkpoint, CountMarker, count_settings, file_states, fingerprint,
     interrupting_signal, resume_command, sigterm_as_interrupt,
 )
-from pipeline.runners import committed_counters, describe_runner, new_pipeline, pipeline_options
-from pipeline.stopping import stop_at_once
+from pipeline.runners import committed_counters, describe_runner, pipeline_options
 from pipeline.train_stats import TrainStats, summary_lines
 from pipeline.word_counts import WORD_COUNTS_FILE, WORD_COUNTS_SCHEMA, read_word_counts, word_count_table
 from transforms import metrics
@@ -246,7 +245,7 @@ def run_count_job(args: argparse.Namespace, output: str, options,
     outputs.delete(output, (outputs.BEAM_TEMP_GLOB, *(outputs.temporary_path(name) for name in OWN_FILES)))
     outputs.delete(FileSystems.join(output, outputs.DEAD_LETTERS_DIR), (outputs.BEAM_TEMP_GLOB,))
 
-    pipeline = new_pipeline(options)
+    pipeline = runtime.new_pipeline(options)
     read = pipeline | "ReadDocuments" >> ReadDocuments(args.input, format=args.format, text_field=args.text_field)
     (
         read.documents
@@ -266,7 +265,7 @@ def run_count_job(args: argparse.Namespace, output: str, options,
     kept = (f"no counts are kept in {output} (the next run removes the leftovers): rerun the same command, "
             "with or without --resume, to count again")
     shown = progress.Progress("train", "count", files=files, enabled=not args.no_progress, every=args.progress_every)
-    with stop_at_once("train", kept):
+    with runtime.stop_at_once("train", kept):
         result = shown.run(pipeline)
     return committed_counters(result)
 

@@ -1,4 +1,4 @@
-"""The spilled token streams of packing (transforms/pack_spill.py), and what the jobs do with them.
+"""The spilled token streams of packing (transforms/pack/spill.py), and what the jobs do with them.
 
 A unit's tokens of each split are written once, in stream order, and read
 back by offset; ``beam-bpe pack`` reads every row group of its input once and

@@ -1,4 +1,4 @@
-"""The packing algorithm (transforms/packing.py, transforms/sequence_order.py) against a plain single-process packer.
+"""The packing algorithm (transforms/pack/packing_algorithm.py, transforms/pack/sequence_order.py) against a plain single-process packer.
 
 The distributed flow is replayed in-process: documents cut into arbitrary units,
 each unit counted, cut or windowed on its own with only the offsets the first

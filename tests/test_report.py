@@ -10,7 +10,7 @@ import pytest
 
 from bpe import scripts
 from bpe.pretokenize import PRESETS
-from pipeline.report_pattern import UnsupportedPattern, to_javascript
+from pipeline.report.pattern import UnsupportedPattern, to_javascript
 from tests.helpers import IN_MEMORY, MULTILINGUAL_LINES, pieces_with_bpe_tokens, read_report, report, stdlib_lines, train_small
 
 SAMPLE = 7

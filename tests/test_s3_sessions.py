@@ -1,6 +1,6 @@
 """Beam's S3 clients, one per filesystem call, share one botocore model loader and keep their own settings."""
 
-from pipeline import beam_import
+from pipeline.runtime import beam_import
 
 
 def _client(port: int):
@@ -29,7 +29,7 @@ def test_boto3_is_imported_when_beam_makes_its_first_s3_client_not_with_beam():
 
     code = (
         "import sys\n"
-        "from pipeline import beam_import\n"
+        "from pipeline.runtime import beam_import\n"
         "beam_import.import_beam()\n"
         "from apache_beam.io.filesystems import FileSystems\n"
         "print(type(FileSystems.get_filesystem('s3://bucket/key')).__name__, 'boto3' in sys.modules)\n"

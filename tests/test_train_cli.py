@@ -11,7 +11,7 @@ import apache_beam as beam
 import pytest
 
 import bpe
-from pipeline import config, runners
+from pipeline import config, runners, runtime
 from pipeline.errors import UserError
 from transforms.read import match_inputs
 from tests.helpers import IN_MEMORY, VOCAB, merges, plain_count, stats, stdlib_lines, train, word_counts, write_stdlib_corpus
@@ -147,25 +147,25 @@ def test_direct_jobs_run_on_the_fn_api_runner_and_never_try_prism(monkeypatch):
 
     monkeypatch.setattr(prism_runner.PrismRunner, "run_pipeline", no_prism)
     options = runners.pipeline_options(["--direct_num_workers=2", "--default_sdk_harness_log_level=ERROR"])
-    with runners.new_pipeline(options) as p:
+    with runtime.new_pipeline(options) as p:
         assert isinstance(p.runner, FnApiRunner)
         # The workers get the job's options, as under the DirectRunner.
         levels = p | beam.Create([0]) | beam.Map(lambda _: _worker_log_level())
         assert_that(levels, equal_to(["ERROR"]))
     for explicit in ("--runner=PortableRunner", "--runner=PrismRunner"):
-        assert not isinstance(runners.new_pipeline(runners.pipeline_options([explicit])).runner, FnApiRunner)
+        assert not isinstance(runtime.new_pipeline(runners.pipeline_options([explicit])).runner, FnApiRunner)
 
 
 def test_worker_errors_still_reach_the_driver_from_quiet_workers():
     options = runners.pipeline_options(["--direct_num_workers=2"])
     with pytest.raises(Exception, match="boom from a worker"):
-        with runners.new_pipeline(options) as p:
+        with runtime.new_pipeline(options) as p:
             _ = p | beam.Create([1, 2]) | beam.Map(_fail)
 
 
 def test_quick_worker_exit_still_tears_down_dofns(tmp_path):
     options = runners.pipeline_options(["--direct_num_workers=2"])
-    with runners.new_pipeline(options) as p:
+    with runtime.new_pipeline(options) as p:
         _ = p | beam.Create(list(range(8))) | beam.ParDo(_MarkTeardown(str(tmp_path)))
     assert list(tmp_path.glob("teardown-*")), "no worker ran DoFn.teardown"
 

@@ -1,5 +1,5 @@
-"""Workers started before the job (pipeline.warm_workers), tokenizers read ahead
-(bpe.preloaded) and Beam imported without pandas (pipeline.beam_import)."""
+"""Workers started before the job (pipeline.runtime.warm_workers), tokenizers read ahead
+(pipeline.runtime.preloaded) and Beam imported without pandas (pipeline.runtime.beam_import)."""
 
 import json
 import os
@@ -12,9 +12,9 @@ import apache_beam as beam
 import pytest
 
 import bpe
-from bpe import preloaded, proof_cache
-from pipeline import warm_workers
-from pipeline.runners import new_pipeline, pipeline_options
+from bpe import proof_cache
+from pipeline.runners import pipeline_options
+from pipeline.runtime import new_pipeline, preloaded, warm_workers
 from transforms.encode import _EncodeBatchFn
 from tests.helpers import train_small
 
@@ -98,7 +98,7 @@ def test_workers_no_job_takes_end_with_the_command_or_when_their_input_ends():
     # A warm worker whose driver goes away (its stdin ends) exits by itself, with 0.
     env = {**os.environ, "PYTHONPATH": ROOT}
     ahead = json.dumps({"modules": ["transforms.read"], "tokenizers": []})
-    process = subprocess.Popen([sys.executable, "-m", "pipeline.worker", "--warm", ahead],
+    process = subprocess.Popen([sys.executable, "-m", "pipeline.runtime.worker", "--warm", ahead],
                                stdin=subprocess.PIPE, env=env, cwd=ROOT)
     process.stdin.close()
     assert process.wait(timeout=120) == 0
@@ -149,7 +149,7 @@ def test_forked_workers_whose_command_is_killed_end_by_themselves(tmp_path):
     marker = str(tmp_path / "marker-tokenizer")
     code = (
         "import os, signal, sys\n"
-        "from pipeline import beam_import, warm_workers\n"
+        "from pipeline.runtime import beam_import, warm_workers\n"
         "beam_import.import_beam()\n"
         f"warm_workers.start_for(['encode', '--tokenizer', {marker!r}, '--direct_num_workers=2'], ['transforms.read'])\n"
         "print(' '.join(str(process.pid) for process in warm_workers._idle), flush=True)\n"
@@ -166,7 +166,7 @@ def test_forked_workers_whose_command_is_killed_end_by_themselves(tmp_path):
     assert not any(os.path.exists(f"/proc/{pid}") for pid in forked)
 
 
-# --- bpe.preloaded ---------------------------------------------------------------
+# --- pipeline.runtime.preloaded ---------------------------------------------------------------
 
 
 @pytest.fixture
@@ -260,14 +260,14 @@ def test_a_tokenizer_read_ahead_with_its_engine_is_not_mixed_with_the_new_file(t
     assert second.encode(text.decode()) != first.encode(text.decode())
 
 
-# --- pipeline.beam_import --------------------------------------------------------
+# --- pipeline.runtime.beam_import --------------------------------------------------------
 
 
 def test_beam_is_imported_without_pandas_and_unused_connectors_which_import_afterwards():
     pytest.importorskip("pandas")
     code = (
         "import sys\n"
-        "from pipeline import beam_import\n"
+        "from pipeline.runtime import beam_import\n"
         "beam_import.import_beam()\n"
         "assert 'apache_beam' in sys.modules and 'pandas' not in sys.modules, sorted(sys.modules)[:5]\n"
         "assert 'pymongo' not in sys.modules and 'apache_beam.io.gcp.bigquery' not in sys.modules\n"
@@ -289,8 +289,8 @@ def test_a_worker_process_does_not_import_pandas(beam_first):
     pytest.importorskip("pandas")
     code = (
         "import sys\n"
-        + ("from pipeline import beam_import; beam_import.import_beam()\n" if beam_first else "")
-        + "from pipeline import worker\n"
+        + ("from pipeline.runtime import beam_import; beam_import.import_beam()\n" if beam_first else "")
+        + "from pipeline.runtime import worker\n"
         "worker.settle()\n"
         "import pyarrow as pa\n"
         "pa.array(['an id', 'another'], type=pa.string())\n"  # where pyarrow would look for pandas
@@ -308,7 +308,8 @@ def test_the_command_line_forks_warm_workers_and_ends_the_ones_no_job_took(tmp_p
     # The command line's own process: the workers are copies of it, and it ends with os._exit.
     code = (
         "import json, os, sys\n"
-        "from pipeline import cli, warm_workers\n"
+        "from pipeline import cli\n"
+        "from pipeline.runtime import warm_workers\n"
         "forked, real_fork, real_discard = [], warm_workers._fork, warm_workers.discard\n"
         "def fork():\n"
         "    process = real_fork()\n"
@@ -348,7 +349,8 @@ def test_the_command_and_its_forked_workers_collect_garbage_after_a_start_up_wit
     command and each forked worker then run with the collector on, skipping those objects."""
     code = f"""
 import gc, os, sys
-from pipeline import cli, warm_workers, worker
+from pipeline import cli
+from pipeline.runtime import warm_workers, worker
 real_exit = os._exit
 real_discard = warm_workers.discard
 def discard():  # each worker reports and exits by itself first

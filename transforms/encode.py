@@ -2,7 +2,7 @@
 
 Each worker loads the tokenizer once (``DoFn.setup``, with ``Tokenizer.load``,
 so local, ``gs://`` and ``s3://`` paths work on any runner, or takes the one a
-warm worker read ahead, ``bpe.preloaded``) and takes the
+warm worker read ahead, ``transforms.tokenizer_loading``) and takes the
 engine the driver proved for it (``bpe.engines``): the proof names the
 tokenizer's SHA-256, so a file replaced while the job runs cannot silently mix
 two tokenizers in one dataset, and no worker repeats the O(vocabulary) proof.
@@ -23,11 +23,12 @@ from array import array
 import apache_beam as beam
 import numpy as np
 
-from bpe import engines, preloaded
+from bpe import engines
 from bpe.engines import EngineProof, ProofMismatch
 from bpe.tokenizer import Tokenizer
 from transforms import metrics
 from transforms.shards import TokenRow, token_typecode
+from transforms.tokenizer_loading import load_tokenizer
 
 __all__ = ["EncodeDocuments", "VerificationError", "verified", "check_against_reference", "row_tokens"]
 
@@ -146,9 +147,7 @@ class _EncodeBatchFn(beam.DoFn):
         )
 
     def setup(self):
-        tokenizer = preloaded.take(self._tokenizer_path, self._preset, self._proof) or Tokenizer.load(
-            self._tokenizer_path, self._transport_params, preset=self._preset
-        )
+        tokenizer = load_tokenizer(self._tokenizer_path, self._preset, self._proof, self._transport_params)
         try:
             self._engine = tokenizer.use_proof(self._proof)
         except ProofMismatch:

@@ -27,7 +27,6 @@ from typing import Callable, Sequence
 import apache_beam as beam
 from apache_beam.utils import shared
 
-from bpe import preloaded
 from bpe.engines import EngineProof, ProofMismatch
 from bpe.scripts import SCRIPTS
 from bpe.tokenizer import Tokenizer
@@ -36,6 +35,7 @@ from transforms.report.figures import Figures, measure_batch
 from transforms.report.measures import SamplePart, figures_to_json, sample_parts
 from transforms.report.sample import Segmenter, visualizer_picks, visualizer_tokens
 from transforms.report.tokens import MeasuredTokenizer
+from transforms.tokenizer_loading import load_tokenizer
 
 # The tag of the sample's parts beside the merged figures.
 PARTS = "parts"
@@ -67,7 +67,7 @@ class _Tokenizers:
     def _read(self) -> _Loaded:
         loaded = _Loaded()
         for path, proof in zip(self.paths, self.proofs):
-            tokenizer = preloaded.take(path, None, proof) or Tokenizer.load(path)
+            tokenizer = load_tokenizer(path, None, proof)
             try:
                 engine = tokenizer.use_proof(proof)
             except ProofMismatch:

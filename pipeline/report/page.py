@@ -4,9 +4,9 @@ Everything but the live box is plain HTML and SVG rendered here from
 report.json, so the tables and charts read without JavaScript, and every number
 on the page is one of report.json's (embedded whole in the page as
 ``<script type="application/json" id="report-data">``). The live box
-(``report_assets/report.js``) encodes typed text with each tokenizer's merges in
+(``assets/report.js``) encodes typed text with each tokenizer's merges in
 the browser; its pattern is the exact JavaScript form of the tokenizer's
-(``pipeline.report_pattern``), or the page says why there is none.
+(``pipeline.report.pattern``), or the page says why there is none.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from importlib import resources
 from typing import Sequence
 
 from bpe.tokenizer import Tokenizer
-from pipeline.report_charts import bar_chart, loglog_chart
-from pipeline.report_json import display_source
-from pipeline.report_pattern import UnsupportedPattern, to_javascript
+from pipeline.report.charts import bar_chart, loglog_chart
+from pipeline.report.json_report import display_source
+from pipeline.report.pattern import UnsupportedPattern, to_javascript
 
 # Rows shown of each token list; report.json holds them all.
 LIST_ROWS = 200
@@ -35,7 +35,7 @@ CHECK_TEXTS = (
 
 
 def _asset(name: str) -> str:
-    return resources.files("pipeline").joinpath("report_assets", name).read_text(encoding="utf-8")
+    return resources.files("pipeline.report").joinpath("assets", name).read_text(encoding="utf-8")
 
 
 def _json_script(element_id: str, value) -> str:

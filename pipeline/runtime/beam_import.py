@@ -18,18 +18,20 @@ imports only to offer them in ``apache_beam.io`` and skips when their
 libraries are missing: MongoDB (``pymongo``) and BigQuery (with Pub/Sub,
 which Beam imports after it). Both remain importable afterwards. And for
 boto3, which Beam's S3 filesystem imports at once and uses only when a path is
-``s3://``: ``pipeline.s3_sessions`` imports it when Beam makes its first S3 client.
+``s3://``: ``pipeline.runtime.s3_sessions`` imports it when Beam makes its first S3 client.
 """
 
 from __future__ import annotations
 
 import sys
 
+from pipeline.runtime.beam_internals import BIGQUERY
+
 __all__ = ["import_beam"]
 
 
 # Kept out while Beam is imported: connectors no step uses, and boto3 (imported when used).
-_KEPT_OUT = ("pymongo", "apache_beam.io.gcp.bigquery", "boto3")
+_KEPT_OUT = ("pymongo", BIGQUERY.module, "boto3")
 
 
 class _Refuse:
@@ -40,14 +42,14 @@ class _Refuse:
 
     def find_spec(self, name, path=None, target=None):
         if any(name == package or name.startswith(package + ".") for package in self.packages):
-            raise ImportError(f"{name} is kept out of this process (pipeline.beam_import)", name=name)
+            raise ImportError(f"{name} is kept out of this process (pipeline.runtime.beam_import)", name=name)
         return None
 
 
 def import_beam(for_good: bool = False) -> None:
     """Imports ``apache_beam`` without pandas, unless either is already imported; then makes
     Beam's S3 clients import boto3 when first made and share one botocore model loader
-    (``pipeline.s3_sessions``).
+    (``pipeline.runtime.s3_sessions``).
 
     Args:
       for_good: keep ``import pandas`` failing afterwards too (a worker process;
@@ -62,7 +64,7 @@ def import_beam(for_good: bool = False) -> None:
             import apache_beam  # noqa: F401
         finally:
             sys.meta_path.remove(refuse)
-    from pipeline import s3_sessions
+    from pipeline.runtime import s3_sessions
 
     s3_sessions.share_model_loader()
 

@@ -6,10 +6,10 @@
 A Beam job reads the corpus with the reader of train and encode (bad records
 go to ``DIR/dead_letters/``), measures every document with every tokenizer
 (``transforms.report.MeasureTokenizers``) and writes the measures into
-``DIR/.staging/`` (``pipeline.report_measures``); the driver puts them together
-and turns them into the page ``DIR/index.html`` (``pipeline.report_page``), one
+``DIR/.staging/`` (``pipeline.report.measures``); the driver puts them together
+and turns them into the page ``DIR/index.html`` (``pipeline.report.page``), one
 self-contained file that works offline, and ``DIR/report.json``
-(``pipeline.report_json``).
+(``pipeline.report.json_report``).
 The output follows the job-output contract of ``pipeline.outputs``: report.json
 is written last and marks the directory complete.
 """
@@ -22,17 +22,18 @@ import sys
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from bpe import preloaded, proof_cache
+from bpe import proof_cache
 from bpe.tokenizer import Tokenizer, TokenizerFileError
-from pipeline import outputs, progress
+from pipeline import outputs, progress, runtime
 from pipeline.errors import UserError
-from pipeline.report_json import build_report
-from pipeline.report_measures import read_measures, write_measures
-from pipeline.report_page import CHECK_TEXTS, live_pattern, render_page
-from pipeline.runners import describe_runner, new_pipeline, pipeline_options
+from pipeline.report.json_report import build_report
+from pipeline.report.measures import read_measures, write_measures
+from pipeline.report.page import CHECK_TEXTS, live_pattern, render_page
+from pipeline.runners import describe_runner, pipeline_options
 from transforms.dead_letters import WriteDeadLetters
 from transforms.read import FORMATS, ReadDocuments, match_inputs
 from transforms.report import MeasureTokenizers, combine_measures
+from transforms.tokenizer_loading import load_tokenizer
 
 REPORT_FILE = "report.json"
 PAGE_FILE = "index.html"
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     staging = output.staging
     output.clear_leftovers()
 
-    p = new_pipeline(options)
+    p = runtime.new_pipeline(options)
     read = p | "Read" >> ReadDocuments(
         args.input, format=args.format, text_field=args.text_field, id_field=args.source_field
     )
@@ -128,8 +129,8 @@ def _check_arguments(args: argparse.Namespace, paths: list[str]) -> list[Tokeniz
     tokenizers = []
     for path in paths:
         try:
-            # Read by this command an instant ago when it made its workers (pipeline.warm_workers).
-            tokenizers.append(preloaded.take(path, None) or Tokenizer.load(path))
+            # Maybe read by this command an instant ago when it made its workers (pipeline.runtime.warm_workers).
+            tokenizers.append(load_tokenizer(path))
         except TokenizerFileError as e:
             raise UserError(str(e)) from None
     try:

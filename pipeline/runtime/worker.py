@@ -1,14 +1,15 @@
 """Beam's SDK worker process for DirectRunner jobs: quiet on the terminal, quick to exit.
 
-    python -m pipeline.worker                      # what the runner starts, once per worker process
-    python -m pipeline.worker --warm JSON          # started early (pipeline.warm_workers)
-    worker.run_forked(job_input)                   # in a copy of the command (pipeline.warm_workers)
+    python -m pipeline.runtime.worker              # what the runner starts, once per worker process
+    python -m pipeline.runtime.worker --warm JSON  # started early (pipeline.runtime.warm_workers)
+    worker.run_forked(job_input)                   # in a copy of the command (pipeline.runtime.warm_workers)
 
 Warm: the process imports the modules its job's steps need (a copy of the
-command's process has them already) and reads their tokenizers
-(``bpe.preloaded``), then waits for the environment Beam gives a worker, as one
-line of JSON on its input, and runs with it as above (``pipeline.warm_workers``).
-It ends quietly if its input ends first.
+command's process has them already; a module that does not exist fails the
+process, naming it) and reads their tokenizers (``pipeline.runtime.preloaded``),
+then waits for the environment Beam gives a worker, as one line of JSON on its
+input, and runs with it as above (``pipeline.runtime.warm_workers``). It ends
+quietly if its input ends first.
 
 Quiet: a worker sends its log records to the runner, which shows the ones that
 matter (errors; see ``pipeline.runners``). But importing Beam logs a warning
@@ -21,9 +22,9 @@ keeps stderr for tracebacks; the records still reach the runner.
 
 Stoppable by the driver only: Ctrl-C in a terminal sends SIGINT to every
 process of the job, and each worker would print its own traceback. Workers
-ignore it; the driver ends them (``pipeline.stopping``).
+ignore it; the driver ends them (``pipeline.runtime.stopping``).
 
-Lean: Beam, and pyarrow with it, run without pandas (``pipeline.beam_import``).
+Lean: Beam, and pyarrow with it, run without pandas (``pipeline.runtime.beam_import``).
 
 Quick: when Beam's ``main`` returns, the harness has finished every bundle, torn
 down the DoFns and sent its logs. What is left is the interpreter freeing every
@@ -41,7 +42,11 @@ import sys
 import traceback
 from typing import NoReturn, Sequence
 
-from pipeline import beam_import, warm_workers
+from pipeline.runtime import beam_import
+
+__all__ = ["WARM_FLAG", "import_ahead", "run_forked", "settle"]
+
+WARM_FLAG = "--warm"  # python -m pipeline.runtime.worker --warm JSON: a warm worker
 
 
 def settle() -> None:
@@ -53,10 +58,19 @@ def settle() -> None:
 
 
 def import_ahead(modules: Sequence[str]) -> None:
-    """Imports the modules a job's steps need, and Beam's worker."""
+    """Imports the modules a job's steps need, and Beam's worker.
+
+    Raises:
+      ModuleNotFoundError: a module that does not exist (a name in the command's list
+        that went stale), naming it. Any other error of an import is left to the job,
+        which imports what it needs again and fails there if it must.
+    """
     for module in modules:
         try:
             importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name is not None and (module == e.name or module.startswith(e.name + ".")):
+                raise ModuleNotFoundError(f"import_ahead: no module named {module!r} ({e})", name=e.name) from e
         except Exception:  # noqa: BLE001 - the job imports what it needs again, and fails there if it must
             pass
     from apache_beam.runners.worker import sdk_worker_main  # noqa: F401
@@ -64,7 +78,7 @@ def import_ahead(modules: Sequence[str]) -> None:
 
 def _preload(tokenizers: Sequence[Sequence]) -> None:
     if tokenizers:
-        from bpe import preloaded
+        from pipeline.runtime import preloaded
 
         for path, preset in tokenizers:
             preloaded.load(path, preset)
@@ -93,12 +107,12 @@ def _run_beam_worker() -> NoReturn:
 
 
 def run_forked(job_input: int) -> NoReturn:
-    """Runs a warm worker in a copy of the command's process (``pipeline.warm_workers``,
+    """Runs a warm worker in a copy of the command's process (``pipeline.runtime.warm_workers``,
     which has read the tokenizers): builds their engines, takes the job's environment
     from the pipe ``job_input``, runs Beam's worker, and never returns."""
     try:
         settle()
-        from bpe import preloaded
+        from pipeline.runtime import preloaded
 
         preloaded.build_engines()
         with os.fdopen(job_input, "rb") as lines:
@@ -122,7 +136,7 @@ if __name__ == "__main__":
     # then frozen, as in the command (pipeline.cli).
     gc.disable()
     settle()
-    warm = sys.argv[1:2] == [warm_workers.WARM_FLAG]
+    warm = sys.argv[1:2] == [WARM_FLAG]
     if warm:
         _prepare(sys.argv[2])
     gc.freeze()

@@ -8,7 +8,7 @@ which parses each model once; the clients themselves stay Beam's, one per call,
 with its own credentials and endpoint, as before.
 
 boto3 itself is imported when a client is first made, not with Beam
-(``pipeline.beam_import`` keeps it out while Beam is imported): importing it
+(``pipeline.runtime.beam_import`` keeps it out while Beam is imported): importing it
 takes 0.19 s and 24 MiB, which every command and every worker forked from it
 paid, though only a job that reads or writes ``s3://`` uses it.
 """
@@ -19,9 +19,11 @@ import importlib.util
 import sys
 import threading
 
+from pipeline.runtime.beam_internals import S3_CLIENT_BOTO3
+
 __all__ = ["share_model_loader"]
 
-_BEAM_CLIENT_MODULE = "apache_beam.io.aws.clients.s3.boto3_client"
+_BEAM_CLIENT_MODULE = S3_CLIENT_BOTO3.module
 _lock = threading.Lock()
 _loader = None
 

@@ -1,16 +1,21 @@
 """Tokenizers a process reads before its job asks for them.
 
-    preloaded.load(path, preset)                                          # ahead of the job
-    tokenizer = preloaded.take(path, preset, proof) or Tokenizer.load(...)  # in the job's step
+    preloaded.load(path, preset)                # ahead of the job
+    tokenizer = load_tokenizer(path, preset, proof, ...)  # in the job's step (transforms.tokenizer_loading)
 
-A warm Beam worker (``pipeline.warm_workers``) holds the job's tokenizers
-before the job starts, each one's engine built when the proof cache
+A warm Beam worker (``pipeline.runtime.warm_workers``) holds the job's
+tokenizers before the job starts, each one's engine built when the proof cache
 (``bpe.proof_cache``) already holds its proof, so a step's setup finds the
 tokenizer ready. A worker started as a new process reads them while it waits;
 the command line reads them once before it forks its workers
 (``load(..., engine=False)``, so the command itself, which needs no engine,
 takes its own at once), and each copy builds the engines
 (``build_engines``) while the command builds its job.
+
+The first ``load`` installs ``take`` as the process's taker
+(``transforms.tokenizer_loading.install_taker``): the steps and the commands
+ask it before they read a file. Nothing else calls ``load``, so a process
+whose start-up machinery is off (``pipeline.runtime.facade``) has no taker.
 
 Each one is taken once, and only with the proof its engine was built from (or
 any, when none was built); a second taker reads its own. Taking changes
@@ -27,6 +32,7 @@ from __future__ import annotations
 from bpe import proof_cache
 from bpe.engines import EngineProof
 from bpe.tokenizer import Tokenizer
+from transforms.tokenizer_loading import install_taker
 
 __all__ = ["build_engines", "load", "take"]
 
@@ -36,7 +42,9 @@ _kept: dict[tuple[str, str | None], tuple[Tokenizer, EngineProof | None]] = {}
 
 def load(path: str, preset: str | None = None, engine: bool = True) -> None:
     """Reads the tokenizer at a local ``path`` (with ``preset`` for a rank file) and keeps
-    it, with its engine built unless ``engine`` is False (``build_engines`` builds it later)."""
+    it, with its engine built unless ``engine`` is False (``build_engines`` builds it later);
+    ``take`` becomes the process's taker."""
+    install_taker(take)
     try:
         tokenizer = Tokenizer.load(path, preset=preset)
     except Exception:  # noqa: BLE001 - the step reads it again and reports what is wrong

@@ -21,6 +21,9 @@ ready. (stats.json rather than a separate ``_SUCCESS`` file: readers already
 look for it.) All of this happens only in a directory that is ours: --output
 must be new, empty, or an earlier encode's output, and must not hold an input
 (``outputs.claim``).
+
+``prepare``, ``build`` and ``collect_stats`` also make the encode part of
+``beam-bpe encode --pack N`` (``pipeline.encode.packed``).
 """
 
 from __future__ import annotations
@@ -35,11 +38,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from bpe import proof_cache
 from bpe.tokenizer import Tokenizer
-from pipeline import outputs, progress, tokenizer_flags
-from pipeline import pack
+from pipeline import outputs, progress, runtime, tokenizer_flags
 from pipeline.errors import UserError
-from pipeline.runners import committed_counters, describe_runner, new_pipeline, pipeline_options, tokenizer_transport
-from pipeline.stopping import stop_at_once
+from pipeline.runners import committed_counters, describe_runner, pipeline_options, tokenizer_transport
 from transforms import metrics
 from transforms.dead_letters import WriteDeadLetters
 from transforms.encode import EncodeDocuments, bos_token_id, eos_token_id
@@ -53,12 +54,15 @@ from transforms.shards import (
     shard_tokenizer_sha256,
 )
 
+__all__ = ["RESULTS", "STATS_FILE", "add_arguments", "build", "collect_stats", "prepare", "run", "verified_documents"]
+
 STATS_FILE = "stats.json"  # written last: the completion marker
 # What a job leaves in DIR besides stats.json, relative to DIR.
 RESULTS = (SHARD_GLOB, f"{outputs.DEAD_LETTERS_DIR}/{outputs.DEAD_LETTER_GLOB}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``beam-bpe encode`` but those of ``--pack`` and of the progress."""
     tokenizer_flags.add_arguments(parser)
     parser.add_argument("--input", required=True, nargs="+", action="extend", metavar="GLOB",
                         help="input globs or paths (several, or repeated; a shell-expanded glob works too)")
@@ -99,13 +103,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "OUTPUT when it succeeds, and stats.json is written last as the completion marker. A directory "
         "without stats.json is incomplete: rerunning removes its leftovers and starts over."
     )
-    pack.add_encode_pack_arguments(parser)
-    progress.add_arguments(parser)
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    if args.pack:
-        return pack.run_encode_and_pack(args, beam_args)
+    """``beam-bpe encode`` without ``--pack``."""
     options = pipeline_options(beam_args)
     args.output = outputs.absolute(args.output)
     output = outputs.StagedOutput(args.output, RESULTS, marker=STATS_FILE, command="encode")
@@ -116,8 +117,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
             "next run): rerun the same command")
     shown = progress.Progress("encode", "encode", files=args.files, enabled=not args.no_progress,
                               every=args.progress_every)
-    with stop_at_once("encode", kept):
-        p = new_pipeline(options)
+    with runtime.stop_at_once("encode", kept):
+        p = runtime.new_pipeline(options)
         _ = build(p, args, tokenizer, encode, eos_id, bos_id, output.staging)
         result = shown.run(p)
 

@@ -1,6 +1,6 @@
 """Beam worker processes made at the command's beginning, ready when its job starts.
 
-    warm_workers.start_for(argv, modules)   # in the CLI, once Beam is imported
+    warm_workers.start_for(argv, modules)   # in runtime.start, once Beam is imported
     ...                                     # the driver loads, checks, builds the job
     process = warm_workers.take(env)        # the runner, for each worker the job needs
 
@@ -9,14 +9,14 @@ its first stage runs, and the driver then waits while each one imports Beam,
 pyarrow and our transforms. Made as the command begins, they are ready while
 the driver does the rest of its start-up (tokenizer, checks, pipeline
 construction), and the runner hands each one the connection details of the
-job instead of starting a new process (``pipeline.runners``).
+job instead of starting a new process (``pipeline.runtime.runner``).
 
 A warm worker holds the modules its job's steps need and reads its tokenizer
-files (``bpe.preloaded``; the values of ``--tokenizer`` and
+files (``pipeline.runtime.preloaded``; the values of ``--tokenizer`` and
 ``--tokenizer-preset``), then waits for one line on its input, the environment
 Beam gives its workers (the addresses of the runner's control and logging
 services, the pipeline options), and from there runs as Beam's own worker
-(``pipeline.worker``). End of input without that line (the command ended before
+(``pipeline.runtime.worker``). End of input without that line (the command ended before
 its job, or started none) ends it quietly; workers not taken are ended when the
 command returns (``discard``). When the pool has no worker left (a second job,
 or a guess below that was too low) the runner starts one the usual way, so the
@@ -27,7 +27,7 @@ after it has imported Beam and before it has started a thread or a job, makes
 each worker a copy of its own process (``os.fork``, on Linux) with the modules
 imported once, there, instead of once per process; a copy starts at once and
 shares the parent's memory pages until it writes to them. ``start``, and
-``start_for`` on other systems, starts ``python -m pipeline.worker --warm JSON``
+``start_for`` on other systems, starts ``python -m pipeline.runtime.worker --warm JSON``
 instead, which imports the modules itself.
 
 How many: ``start_for`` reads the Beam flags of the command line itself,
@@ -49,9 +49,11 @@ import subprocess
 import sys
 from typing import Mapping, Sequence
 
-__all__ = ["WARM_FLAG", "direct_workers", "discard", "start", "start_for", "take"]
+from pipeline.runtime import worker
+from pipeline.runtime.worker import WARM_FLAG
 
-WARM_FLAG = "--warm"
+__all__ = ["direct_workers", "discard", "start", "start_for", "take"]
+
 _DIRECT_RUNNERS = {"directrunner", "direct", "switchingdirectrunner", "fnapirunner"}
 
 _idle: list = []  # subprocess.Popen, or _Forked: the same interface
@@ -68,7 +70,7 @@ class _Forked:
     def _reap(self, flags: int) -> None:
         try:
             pid, status = os.waitpid(self.pid, flags)
-        except ChildProcessError:  # reaped already (pipeline.stopping ends every child at once)
+        except ChildProcessError:  # reaped already (pipeline.runtime.stopping ends every child at once)
             self.returncode = -signal.SIGKILL
             return
         if pid:
@@ -123,7 +125,7 @@ def start(count: int, modules: Sequence[str] = (), tokenizers: Sequence[tuple[st
     ``tokenizers`` ((path, preset) pairs) while they wait."""
     ahead = json.dumps({"modules": list(modules), "tokenizers": [list(pair) for pair in tokenizers]})
     for _ in range(count):
-        _idle.append(subprocess.Popen([sys.executable, "-m", "pipeline.worker", WARM_FLAG, ahead],
+        _idle.append(subprocess.Popen([sys.executable, "-m", "pipeline.runtime.worker", WARM_FLAG, ahead],
                                       stdin=subprocess.PIPE))
 
 
@@ -133,7 +135,7 @@ def start_for(argv: Sequence[str], modules: Sequence[str] = ()) -> None:
 
     Called once by the command line, before this process starts a thread: on
     Linux the workers are copies of it (``os.fork``), with ``modules`` imported
-    and the tokenizers read here first (``bpe.preloaded``, where the command
+    and the tokenizers read here first (``pipeline.runtime.preloaded``, where the command
     takes its own too, by the path ``pipeline.outputs.absolute`` gives).
     """
     from pipeline import outputs  # imports Beam: only now, once the command has
@@ -145,19 +147,18 @@ def start_for(argv: Sequence[str], modules: Sequence[str] = ()) -> None:
     if not count or not sys.platform.startswith("linux"):
         start(count, modules, tokenizers)
         return
-    from bpe import preloaded
-    from pipeline import worker
+    from pipeline.runtime import preloaded
 
     worker.import_ahead(modules)
     for path, preset in tokenizers:  # read once, here: each copy takes its own, and so does the command
-        preloaded.load(path, preset, engine=False)  # each copy builds its engines (pipeline.worker)
+        preloaded.load(path, preset, engine=False)  # each copy builds its engines (pipeline.runtime.worker)
     gc.freeze()  # the copies never scan what they share with this process (see _fork)
     for _ in range(count):
         _idle.append(_fork())
 
 
 def _fork() -> _Forked:
-    """A copy of this process that becomes a warm worker (``pipeline.worker.run_forked``)."""
+    """A copy of this process that becomes a warm worker (``pipeline.runtime.worker.run_forked``)."""
     job_input, ours = os.pipe()
     sys.stdout.flush()  # or the copy would print what is still buffered again
     sys.stderr.flush()
@@ -167,8 +168,6 @@ def _fork() -> _Forked:
             os.close(ours)
             for process in _idle:  # the input of the workers forked before this one is not the copy's
                 os.close(process.stdin.fileno())
-            from pipeline import worker
-
             gc.enable()  # the command forks with the collector off (pipeline.cli); a worker needs it
             worker.run_forked(job_input)
         finally:

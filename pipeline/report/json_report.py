@@ -8,7 +8,7 @@ produced fewer than K times, the longest tokens); the share of byte-level
 fallback tokens per script; on the sample, BPE against greedy longest match and
 the fewest-tokens segmentation. With several tokenizers, ``comparison`` gives
 each one's tokens per script against the first. The definitions are those of
-``transforms.report_figures`` and ``transforms.report_sample``.
+``transforms.report.figures`` and ``transforms.report.sample``.
 """
 
 from __future__ import annotations

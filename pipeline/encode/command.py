@@ -1,0 +1,22 @@
+"""``beam-bpe encode``'s flags, and which job runs: token shards, or packed sequences with ``--pack N``."""
+
+from __future__ import annotations
+
+import argparse
+
+from pipeline import progress
+from pipeline.encode import job, packed
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    job.add_arguments(parser)
+    packed.add_arguments(parser)
+    progress.add_arguments(parser)
+
+
+def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    if args.pack:
+        return packed.run(args, beam_args)
+    return job.run(args, beam_args)
