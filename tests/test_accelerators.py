@@ -28,8 +28,7 @@ from hypothesis import strategies as st
 import bpe
 from bpe.accelerators import ADAPTERS, build_all
 from bpe.accelerators.unicode_guard import GIGATOKEN_GAPS, PCRE2_GAPS, CodePointGuard, parse_ranges
-from tests.helpers import cl100k_rank_file
-from tests.real_text import multilingual
+from tests.support.real_text import cl100k_rank_file, multilingual
 
 PATTERNS = ("gpt2", "cl100k", "o200k")
 GENERAL_CATEGORIES = (

@@ -109,7 +109,7 @@ def test_the_compiled_loop_takes_64_bit_counts():
 @pytest.fixture(scope="module")
 def real_table():
     from bpe.pretokenize import PreTokenizer
-    from tests.real_text import multilingual
+    from tests.support.real_text import multilingual
 
     pretokenizer = PreTokenizer("gpt2")
     table = Counter()

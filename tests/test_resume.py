@@ -22,7 +22,7 @@ import pytest
 
 import bpe
 from pipeline import cli
-from tests.helpers import IN_MEMORY
+from tests.support.cli import IN_MEMORY
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Enough merges to be stopped in the middle, few enough for CI.

@@ -16,7 +16,7 @@ from bpe import preloaded, proof_cache
 from pipeline import warm_workers
 from pipeline.runners import new_pipeline, pipeline_options
 from transforms.encode import _EncodeBatchFn
-from tests.helpers import train_small
+from tests.support.toy_tokenizers import train_small
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORES = os.cpu_count() or 1
