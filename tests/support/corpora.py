@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
 
-from tests.support.real_text import stdlib_lines
+from tests.support.real_text import multilingual, stdlib_lines
 
-__all__ = ["Corpus", "compress", "write_stdlib_corpus", "write_token_shards"]
+__all__ = ["Corpus", "compress", "write_line_shards", "write_stdlib_corpus", "write_token_shards"]
 
 
 def compress(data: bytes, name: str) -> bytes:
@@ -83,6 +83,16 @@ def write_stdlib_corpus(root: pathlib.Path) -> dict[str, str]:
         "shards": str(root / "shards" / "part-*.txt"),
         "jsonl": str(root / "jsonl" / "*.jsonl.gz"),
     }
+
+
+def write_line_shards(root: pathlib.Path, count: int) -> list[bytes]:
+    """``count`` lines of real multilingual text (repeated as needed) as 4 interleaved
+    text shards ``in-N.txt`` under ``root``; returns the lines, each a document."""
+    lines = [line for doc in multilingual(3) for line in doc.encode("utf-8").splitlines(keepends=True)]
+    lines = (lines * (count // len(lines) + 1))[:count]
+    for shard in range(4):
+        (root / f"in-{shard}.txt").write_bytes(b"".join(lines[shard::4]))
+    return lines
 
 
 def write_token_shards(docs, directory, shards=1, rows_per_group=None, sha256="0" * 64, vocab_size=1000,
