@@ -1,7 +1,7 @@
 """``beam-bpe train`` under PortableRunner: the same merges as under DirectRunner.
 
 The job goes to Beam's local job service and runs on SDK workers started by an
-EXTERNAL worker pool, each in its own process (tests/beam_services.py): the
+EXTERNAL worker pool, each in its own process (tests/support/beam_services.py): the
 same path a pipeline takes on Flink, Spark or Dataflow.
 """
 
