@@ -99,7 +99,7 @@ def _medians(runs: list[tuple[float, float]]) -> tuple[float, float]:
 
 
 def bench_page(docs: list[str], tokenizer: str, work: str) -> None:
-    from tests.helpers import Chromium  # the tests' DevTools driver
+    from benchmarks.chromium import Chromium
 
     sample = os.path.join(work, "page-corpus.jsonl")
     with open(sample, "w", encoding="utf-8") as f:

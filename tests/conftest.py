@@ -1,45 +1,10 @@
-"""Shared fixtures: small corpora written to real files, and pipeline assertions."""
+"""Shared fixtures: a corpus directory, a local S3 bucket, and a proof cache of the run."""
 
-import pathlib
 import urllib.request
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
-from tests.helpers import compress
-
-
-class Corpus:
-    """Writes corpus files under one directory; every method returns the path."""
-
-    def __init__(self, root: pathlib.Path):
-        self.root = root
-
-    def path(self, name: str) -> str:
-        return str(self.root / name)
-
-    def write(self, name: str, data: bytes) -> str:
-        """Writes ``data``, compressed according to the name's extension."""
-        path = self.root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(compress(data, name))
-        return str(path)
-
-    def write_raw(self, name: str, data: bytes) -> str:
-        """Writes ``data`` as is, whatever the extension says (corrupt files)."""
-        path = self.root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        return str(path)
-
-    def parquet(self, name: str, table: pa.Table | dict, row_group_size: int | None = None) -> str:
-        """Writes a Parquet file (compressed afterwards if the name says .gz etc.)."""
-        if isinstance(table, dict):
-            table = pa.table(table)
-        sink = pa.BufferOutputStream()
-        pq.write_table(table, sink, row_group_size=row_group_size)
-        return self.write(name, sink.getvalue().to_pybytes())
+from tests.support.corpora import Corpus
 
 
 @pytest.fixture

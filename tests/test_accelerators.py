@@ -28,8 +28,7 @@ from hypothesis import strategies as st
 import bpe
 from bpe.accelerators import ADAPTERS, build_all
 from bpe.accelerators.unicode_guard import GIGATOKEN_GAPS, PCRE2_GAPS, CodePointGuard, parse_ranges
-from tests.helpers import cl100k_rank_file
-from tests.real_text import multilingual
+from tests.support.real_text import cl100k_rank_file, multilingual
 
 PATTERNS = ("gpt2", "cl100k", "o200k")
 GENERAL_CATEGORIES = (
@@ -121,6 +120,15 @@ def _first_difference(tokenizer, engine, texts) -> str | None:
             theirs_near = tokenizer.decode(theirs[max(0, at - 2) : at + 3])
             return f"text {text[:60]!r}: token {at}, ours {ours_near!r}, theirs {theirs_near!r}"
     return None
+
+
+def _assert_declined_or_equal(engine, text, expected) -> None:
+    """The engine either declines the text, as its guard says, or gives ``expected(text)``."""
+    ids = engine.encode(text)
+    if ids is None:
+        assert engine.guard.rejects(text)
+    else:
+        assert [int(i) for i in ids] == expected(text)
 
 
 @lru_cache(maxsize=None)
@@ -263,12 +271,7 @@ FUZZED_TEXT = st.one_of(
 @given(data=st.data())
 def test_fuzzed_strings(adapter, trained, data):
     engine = _engine(adapter, trained)
-    text = data.draw(FUZZED_TEXT)
-    ids = engine.encode(text)
-    if ids is None:
-        assert engine.guard.rejects(text)
-    else:
-        assert [int(i) for i in ids] == trained.reference.encode(text)
+    _assert_declined_or_equal(engine, data.draw(FUZZED_TEXT), trained.reference.encode)
 
 
 def test_engines_survive_pickling(adapter, trained):
@@ -423,12 +426,7 @@ def test_gigatoken_on_rank_files_gives_tiktokens_ids(gigatoken_adapter, rank_fil
 def test_gigatoken_on_rank_files_fuzzed(gigatoken_adapter, data):
     tokenizer = rank_file_tokenizer(data.draw(st.sampled_from(PATTERNS)))
     engine = _engine(gigatoken_adapter, tokenizer)
-    text = data.draw(FUZZED_TEXT)
-    ids = engine.encode(text)
-    if ids is None:
-        assert engine.guard.rejects(text)
-    else:
-        assert ids.tolist() == rank_file_oracle(tokenizer).encode_ordinary(text)
+    _assert_declined_or_equal(engine, data.draw(FUZZED_TEXT), rank_file_oracle(tokenizer).encode_ordinary)
 
 
 def test_gigatoken_rank_engine_survives_pickling_and_declines_what_it_lacks(gigatoken_adapter):

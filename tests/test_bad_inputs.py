@@ -55,8 +55,10 @@ import pytest
 
 import bpe
 from pipeline import cli
-from tests.real_text import multilingual
-from tests.helpers import IN_MEMORY, plain_count, read_rows, train_small, word_counts
+from tests.support.cli import IN_MEMORY
+from tests.support.outputs import read_rows, word_counts
+from tests.support.real_text import multilingual
+from tests.support.toy_tokenizers import plain_count, train_small
 from transforms.shards import shard_schema
 
 REPO = pathlib.Path(__file__).resolve().parent.parent

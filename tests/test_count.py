@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from transforms import metrics
 from transforms.count import CountPreTokenTables, _CountBatchFn, _MergeCountsFn, count_pieces
 from transforms.read import Document, ReadDocuments
-from tests.helpers import plain_count
+from tests.support.toy_tokenizers import plain_count
 
 STDLIB = pathlib.Path(sysconfig.get_path("stdlib"))
 # A few real files from this machine: prose-heavy docstrings, code, non-ASCII.

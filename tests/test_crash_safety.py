@@ -18,8 +18,11 @@ import pytest
 
 import bpe
 from pipeline import cli
-from tests.real_text import multilingual
-from tests.helpers import IN_MEMORY, read_rows, train_small
+from tests.support.cli import IN_MEMORY
+from tests.support.corpora import write_line_shards
+from tests.support.outputs import read_rows
+from tests.support.real_text import multilingual
+from tests.support.toy_tokenizers import train_small
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 BEAM_BPE = [sys.executable, "-m", "pipeline.cli"]
@@ -39,10 +42,7 @@ def tokenizer(tmp_path_factory):
 def corpus(tmp_path_factory) -> tuple[pathlib.Path, list[bytes]]:
     """Text shards of real lines; returns the directory and every document (line)."""
     root = tmp_path_factory.mktemp("corpus")
-    lines = [line for doc in multilingual(3) for line in doc.encode("utf-8").splitlines(keepends=True)]
-    lines = (lines * (KILLED_LINES // len(lines) + 1))[:KILLED_LINES]
-    for shard in range(4):
-        (root / f"in-{shard}.txt").write_bytes(b"".join(lines[shard::4]))
+    lines = write_line_shards(root, KILLED_LINES)
     return root, lines
 
 

@@ -11,8 +11,8 @@ import pytest
 
 import bpe
 from pipeline import cli
-from tests.real_text import multilingual
-from tests.helpers import train_small
+from tests.support.real_text import multilingual
+from tests.support.toy_tokenizers import train_small
 
 BEAM_BPE = [sys.executable, "-m", "pipeline.cli", "decode"]
 
@@ -186,7 +186,7 @@ def test_a_huge_document_decodes_in_bounded_python_memory(tokenizer, tmp_path):
     import pyarrow.parquet as pq
 
     from pipeline import decode
-    from tests.helpers import IN_MEMORY
+    from tests.support.cli import IN_MEMORY
 
     tok, path = tokenizer
     text = "".join(multilingual(3)).encode("utf-8")

@@ -15,8 +15,9 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 import bpe
-from tests.helpers import IN_MEMORY, train_small
-from tests.real_text import multilingual
+from tests.support.cli import IN_MEMORY
+from tests.support.real_text import multilingual
+from tests.support.toy_tokenizers import train_small
 from bpe import engines
 from bpe.engines import EngineProof, ProofMismatch, PythonEngine, TiktokenEngine
 from transforms import metrics

@@ -11,8 +11,10 @@ import pytest
 
 import bpe
 from pipeline import cli
-from tests.real_text import multilingual
-from tests.helpers import IN_MEMORY, read_rows, train_small
+from tests.support.cli import IN_MEMORY
+from tests.support.outputs import read_rows
+from tests.support.real_text import multilingual
+from tests.support.toy_tokenizers import train_small
 from transforms.shards import EOS_KEY, SHA256_KEY
 
 EOS = "<|endoftext|>"

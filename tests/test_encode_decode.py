@@ -14,7 +14,7 @@ from bpe import reference
 from bpe.encoder import LONG_PIECE, PieceEncoder
 from bpe.pretokenize import PreTokenizer
 from bpe.tokenizer import Tokenizer
-from tests.real_text import multilingual
+from tests.support.real_text import multilingual
 
 PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

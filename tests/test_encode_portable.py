@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 import bpe
 from bpe.pretokenize import PreTokenizer
 from pipeline import cli
-from tests.beam_services import portable_runner_flags  # noqa: F401  (the fixture)
-from tests.real_text import multilingual
+from tests.support.beam_services import portable_runner_flags  # noqa: F401  (the fixture)
+from tests.support.real_text import multilingual
 
 
 def rows(out):

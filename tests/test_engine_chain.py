@@ -22,7 +22,7 @@ import pytest
 import bpe
 from bpe import engines
 from bpe.accelerators import ADAPTERS
-from tests.real_text import multilingual
+from tests.support.real_text import multilingual
 
 EOT = "<|endoftext|>"
 # A letter of recent Unicode versions every accelerator's tables lack (ARMENIAN

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 import bpe
 from bpe import presets
 from bpe.accelerators.unicode_guard import TIKTOKEN_GAPS, CodePointGuard
-from tests import real_text
-from tests.helpers import cl100k_rank_file
+from tests.support import real_text
+from tests.support.real_text import cl100k_rank_file
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"

@@ -29,8 +29,8 @@ import bpe
 from bpe import reference
 from bpe.encoder import PieceEncoder
 from bpe.trainer import train_merges
-from tests.helpers import untrained_merges
-from tests.real_text import multilingual
+from tests.support.real_text import multilingual
+from tests.support.toy_tokenizers import untrained_merges
 
 PRESETS = ("gpt2", "cl100k", "o200k")
 EOT = "<|endoftext|>"

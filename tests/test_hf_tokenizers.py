@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import bpe
 from bpe.pretokenize import onig_compatible
-from tests import real_text
+from tests.support import real_text
 
 tokenizers = pytest.importorskip("tokenizers")
 from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers, processors, trainers  # noqa: E402
@@ -319,7 +319,7 @@ def test_bos_and_eos_shards_decode_byte_exact_with_and_without_skip_special(save
     from apache_beam.testing.util import assert_that, equal_to
 
     from pipeline import cli
-    from tests.helpers import IN_MEMORY
+    from tests.support.cli import IN_MEMORY
     from transforms.decode import DecodeShards
     from transforms.shards import shard_bos_id, shard_eos_id
 
@@ -495,7 +495,7 @@ def test_beam_bpe_encode_with_an_nfc_file_gives_hugging_faces_ids(nfc_saved, tmp
     import pyarrow.parquet as pq
 
     from pipeline import cli
-    from tests.helpers import IN_MEMORY
+    from tests.support.cli import IN_MEMORY
 
     hf, _, path = nfc_saved["NFC, Llama 3 Split, added tokens"]
     texts = NFC_TEXTS + [t for t in held_out() if t][:6]
@@ -571,7 +571,7 @@ def test_real_file_special_tokens_and_beam_bpe_encode(real, tmp_path):
     import pyarrow.parquet as pq
 
     from pipeline import cli
-    from tests.helpers import IN_MEMORY
+    from tests.support.cli import IN_MEMORY
 
     name, hf, ours, path = real
     special = next(iter(ours.special_tokens))

@@ -9,7 +9,7 @@ import bpe
 from bpe import reference, trainer
 from bpe.pretokenize import PreTokenizer
 from bpe.trainer import train_merges
-from tests.real_text import multilingual
+from tests.support.real_text import multilingual
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -130,7 +130,7 @@ def test_unknown_tie_break_is_an_error():
 
 def test_train_cli_with_tie_break_hf_gives_hf_merges(docs, tmp_path):
     """``beam-bpe train --pattern hf-bytelevel --tie-break hf``: HF's merges, in order, from files."""
-    from tests.helpers import IN_MEMORY, train
+    from tests.support.cli import IN_MEMORY, train
 
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"text": doc}) + "\n" for doc in docs), encoding="utf-8")

@@ -24,8 +24,9 @@ from hypothesis import strategies as st
 import bpe
 from bpe import chunking
 from bpe.pretokenize import PRESETS, PreTokenizer
-from tests.helpers import IN_MEMORY, cl100k_rank_file, train_small
-from tests.real_text import multilingual, stdlib_sources
+from tests.support.cli import IN_MEMORY
+from tests.support.real_text import cl100k_rank_file, multilingual, stdlib_sources
+from tests.support.toy_tokenizers import train_small
 from transforms.encode import row_tokens
 
 REPO = pathlib.Path(__file__).resolve().parent.parent

@@ -61,13 +61,12 @@ def tables(draw):
     return draw(st.dictionaries(word, st.one_of(*COUNTS), max_size=14))
 
 
+# The cases of both properties below: a table, how many merges, which tie-break.
+CASES = dict(table=tables(), num_merges=st.integers(0, 30), tie_break=st.sampled_from(TIE_BREAKS))
+
+
 @settings(max_examples=500, deadline=None)
-@given(
-    table=tables(),
-    num_merges=st.integers(0, 30),
-    min_frequency=st.integers(1, 3),
-    tie_break=st.sampled_from(TIE_BREAKS),
-)
+@given(**CASES, min_frequency=st.integers(1, 3))
 def test_both_loops_equal_the_reference(table, num_merges, min_frequency, tie_break):
     expected = reference.train_bytes(table, num_merges, min_frequency, tie_break=tie_break)
     compiled, python = both_loops(table, num_merges, min_frequency, tie_break=tie_break)
@@ -76,12 +75,7 @@ def test_both_loops_equal_the_reference(table, num_merges, min_frequency, tie_br
 
 
 @settings(max_examples=200, deadline=None)
-@given(
-    table=tables(),
-    num_merges=st.integers(0, 30),
-    k=st.integers(0, 35),
-    tie_break=st.sampled_from(TIE_BREAKS),
-)
+@given(**CASES, k=st.integers(0, 35))
 def test_both_loops_resume_to_the_reference(table, num_merges, k, tie_break):
     expected = reference.train_bytes(table, num_merges, 1, tie_break=tie_break)
     checkpoint = train_merges(table, k, 1, progress=False, tie_break=tie_break)
@@ -109,7 +103,7 @@ def test_the_compiled_loop_takes_64_bit_counts():
 @pytest.fixture(scope="module")
 def real_table():
     from bpe.pretokenize import PreTokenizer
-    from tests.real_text import multilingual
+    from tests.support.real_text import multilingual
 
     pretokenizer = PreTokenizer("gpt2")
     table = Counter()

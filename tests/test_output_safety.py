@@ -19,8 +19,10 @@ import pytest
 
 import bpe
 from pipeline import cli
-from tests.helpers import IN_MEMORY, read_rows, train_small
-from tests.real_text import multilingual
+from tests.support.cli import IN_MEMORY
+from tests.support.outputs import read_rows
+from tests.support.real_text import multilingual
+from tests.support.toy_tokenizers import train_small
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
@@ -51,6 +53,21 @@ def encode(tok_path, inputs, out, *flags, capsys=None) -> tuple[int, list[str]]:
         capsys.readouterr()
     code = cli.main(["encode", "--tokenizer", tok_path, "--input", *inputs, "--output", str(out), *IN_MEMORY, *flags])
     return code, capsys.readouterr().err.splitlines() if capsys else []
+
+
+def two_lines(tmp_path: pathlib.Path) -> pathlib.Path:
+    """in.txt holding the lines "one" and "two"."""
+    text = tmp_path / "in.txt"
+    text.write_text("one\ntwo\n")
+    return text
+
+
+def encoded_once(tokenizer, tmp_path: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
+    """(in.txt, out), out holding one finished encode of in.txt."""
+    text = two_lines(tmp_path)
+    out = tmp_path / "out"
+    assert encode(tokenizer, [str(text)], out)[0] == 0
+    return text, out
 
 
 def test_encode_into_its_own_input_directory_deletes_nothing(tokenizer, tmp_path, capsys):
@@ -99,10 +116,7 @@ def test_train_refuses_a_non_empty_directory_it_did_not_write(tmp_path, capsys):
 
 
 def test_an_own_output_used_as_input_of_the_next_run_is_refused(tokenizer, tmp_path, capsys):
-    text = tmp_path / "in.txt"
-    text.write_text("one\ntwo\n")
-    out = tmp_path / "out"
-    assert encode(tokenizer, [str(text)], out)[0] == 0
+    _, out = encoded_once(tokenizer, tmp_path)
     before = snapshot(out)
     code, err = encode(tokenizer, [str(out / "part-*.parquet")], out, "--overwrite", capsys=capsys)
     assert code == 2 and "holds the input" in err[0]
@@ -110,8 +124,7 @@ def test_an_own_output_used_as_input_of_the_next_run_is_refused(tokenizer, tmp_p
 
 
 def test_an_empty_or_new_directory_is_claimed_and_rerun(tokenizer, tmp_path):
-    text = tmp_path / "in.txt"
-    text.write_text("one\ntwo\n")
+    text = two_lines(tmp_path)
     empty = tmp_path / "empty"
     empty.mkdir()
     assert encode(tokenizer, [str(text)], empty)[0] == 0
@@ -128,10 +141,7 @@ def _lock(out: pathlib.Path, pid: int) -> None:
 
 
 def test_a_live_lock_refuses_a_second_job_and_a_stale_one_is_taken_over(tokenizer, tmp_path, capsys):
-    text = tmp_path / "in.txt"
-    text.write_text("one\ntwo\n")
-    out = tmp_path / "out"
-    assert encode(tokenizer, [str(text)], out)[0] == 0
+    text, out = encoded_once(tokenizer, tmp_path)
     before = snapshot(out)
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # a live process
     try:

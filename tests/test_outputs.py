@@ -11,7 +11,8 @@ import pytest
 import bpe
 from pipeline import cli, outputs
 from pipeline.errors import UserError
-from tests.helpers import IN_MEMORY, plain_count, train
+from tests.support.cli import IN_MEMORY, train
+from tests.support.toy_tokenizers import plain_count
 
 
 def test_absolute_strips_file_scheme_and_keeps_urls(tmp_path, monkeypatch):

@@ -1,6 +1,6 @@
 """``beam-bpe pack`` and PackSequences on real Beam runners, read back from the Parquet written.
 
-Every run is compared with tests.helpers.reference_pack (a plain single-process
+Every run is compared with tests.support.reference_packer.reference_pack (a plain single-process
 packer), so every token of the input is accounted for in the right place; the
 same documents as 1 or 8 shards, on 1 or 2 workers, give the same files.
 """
@@ -14,10 +14,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import bpe
-from tests.helpers import (
-    IN_MEMORY, encode_and_pack, pack, read_packed_parquet, reference_pack, reference_validation, stdlib_lines, train_small,
-    write_token_shards,
-)
+from tests.support.cli import IN_MEMORY, encode_and_pack, pack
+from tests.support.corpora import write_token_shards
+from tests.support.outputs import read_packed_parquet
+from tests.support.real_text import stdlib_lines
+from tests.support.reference_packer import reference_pack, reference_validation
+from tests.support.toy_tokenizers import train_small
 
 TWO_WORKERS = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
 

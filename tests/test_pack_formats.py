@@ -20,7 +20,9 @@ import struct
 import numpy as np
 import pytest
 
-from tests.helpers import IN_MEMORY, pack, read_packed_parquet, write_token_shards
+from tests.support.cli import IN_MEMORY, pack
+from tests.support.corpora import write_token_shards
+from tests.support.outputs import read_packed_parquet
 
 SEQ_LEN = 48
 OPTIONS = ["--seq-len", str(SEQ_LEN), "--seed", "7", "--validation-fraction", "0.2", "--tokens-per-file", "2000",

@@ -12,9 +12,11 @@ import os
 import numpy as np
 import pytest
 
-from tests.helpers import (
-    IN_MEMORY, encode_and_pack, pack, reference_validation, stdlib_lines, train_small, write_token_shards,
-)
+from tests.support.cli import IN_MEMORY, encode_and_pack, pack
+from tests.support.corpora import write_token_shards
+from tests.support.real_text import stdlib_lines
+from tests.support.reference_packer import reference_validation
+from tests.support.toy_tokenizers import train_small
 from transforms.pack.input_shards import Unit
 from transforms.pack.sequence_order import ValidationRule
 from transforms.pack.spill import SpillReader, spill_path, spill_unit
@@ -123,7 +125,8 @@ def test_encode_with_pack_is_one_beam_job(tmp_path, monkeypatch):
 @pytest.mark.parametrize("whole", [False, True], ids=["split", "whole"])
 def test_ids_past_uint16_spill_and_pack_whole(tmp_path, whole):
     """A vocabulary past 65536 IDs: the streams hold uint32 tokens, read back exactly."""
-    from tests.helpers import read_packed_parquet, reference_pack
+    from tests.support.outputs import read_packed_parquet
+    from tests.support.reference_packer import reference_pack
 
     rng = np.random.default_rng(9)
     docs = [(f"d{i}", rng.integers(60_000, 100_000, rng.integers(1, 50)).tolist()) for i in range(80)]

@@ -3,7 +3,7 @@
 The distributed flow is replayed in-process: documents cut into arbitrary units,
 each unit counted, cut or windowed on its own with only the offsets the first
 pass gives it, the pieces grouped by output file and assembled. The result must
-equal tests.helpers.reference_pack whatever the units.
+equal tests.support.reference_packer.reference_pack whatever the units.
 """
 
 import collections
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.helpers import reference_pack, reference_validation
+from tests.support.reference_packer import reference_pack, reference_validation
 from transforms.pack import packing_algorithm as packing
 from transforms.pack.packing_algorithm import (
     Layout, Offsets, Pieces, UnitDocuments, assemble, best_fit, cut_stream, pack_window, plan_splits, read_runs,

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 import bpe
-from tests.real_text import man_pages, multilingual, stdlib_sources
+from tests.support.real_text import man_pages, multilingual, stdlib_sources
 
 tokenizers = pytest.importorskip("tokenizers")
 tiktoken = pytest.importorskip("tiktoken")

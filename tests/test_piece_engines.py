@@ -22,8 +22,8 @@ from bpe.accelerators.unicode_guard import GIGATOKEN_GAPS, parse_ranges
 from bpe.gigatoken_counts import GigatokenCounts, _without_notices
 from bpe.piece_counter import PieceCounter, choose_engine
 from bpe.pretokenize import PRESETS, PreTokenizer
-from tests.helpers import plain_count
-from tests.real_text import multilingual
+from tests.support.real_text import multilingual
+from tests.support.toy_tokenizers import plain_count
 
 pytest.importorskip("gigatoken")
 pytestmark = pytest.mark.skipif(

@@ -16,7 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.runtime import PLAIN_BEAM_VARIABLE
-from tests.helpers import read_rows, word_counts, write_stdlib_corpus
+from tests.support.corpora import write_stdlib_corpus
+from tests.support.outputs import read_rows, word_counts
 
 ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
 WORKERS = ("--direct_running_mode=multi_processing", "--direct_num_workers=2")

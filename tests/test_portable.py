@@ -1,14 +1,16 @@
 """``beam-bpe train`` under PortableRunner: the same merges as under DirectRunner.
 
 The job goes to Beam's local job service and runs on SDK workers started by an
-EXTERNAL worker pool, each in its own process (tests/beam_services.py): the
+EXTERNAL worker pool, each in its own process (tests/support/beam_services.py): the
 same path a pipeline takes on Flink, Spark or Dataflow.
 """
 
 import os
 
-from tests.beam_services import portable_runner_flags  # noqa: F401  (fixture)
-from tests.helpers import IN_MEMORY, merges, stats, train, word_counts, write_stdlib_corpus
+from tests.support.beam_services import portable_runner_flags  # noqa: F401  (fixture)
+from tests.support.cli import IN_MEMORY, train
+from tests.support.corpora import write_stdlib_corpus
+from tests.support.outputs import merges, stats, word_counts
 
 VOCAB = 400
 

@@ -14,8 +14,10 @@ import pytest
 
 from pipeline import cli
 from pipeline.progress import describe
-from tests.beam_services import portable_runner_flags  # noqa: F401  (fixture)
-from tests.helpers import IN_MEMORY, STDLIB, stats
+from tests.support.beam_services import portable_runner_flags  # noqa: F401  (fixture)
+from tests.support.cli import IN_MEMORY
+from tests.support.outputs import stats
+from tests.support.real_text import STDLIB
 from transforms import metrics
 
 TWO_WORKERS = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]

@@ -11,7 +11,8 @@ import pytest
 
 import bpe
 from bpe import engines, proof_cache
-from tests.helpers import IN_MEMORY, train_small
+from tests.support.cli import IN_MEMORY
+from tests.support.toy_tokenizers import train_small
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import bpe
 from bpe import engines, reference
 from bpe.decoder import vocabulary_bytes
-from tests.helpers import untrained_merges
+from tests.support.toy_tokenizers import untrained_merges
 
 tiktoken = pytest.importorskip("tiktoken")
 

@@ -17,7 +17,8 @@ from apache_beam.testing.util import BeamAssertException, assert_that, equal_to
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.helpers import check_read, compress, dead_letters_like, text_documents
+from tests.support.corpora import compress
+from tests.support.read_assertions import check_read, dead_letters_like, text_documents
 from transforms import metrics
 from transforms.dead_letters import WriteDeadLetters
 from transforms.read import reading

@@ -16,7 +16,8 @@ import pytest
 import zstandard
 
 from pipeline import cli
-from tests.helpers import IN_MEMORY, check_read, text_documents
+from tests.support.cli import IN_MEMORY
+from tests.support.read_assertions import check_read, text_documents
 from transforms.read import compression
 
 LINES = [b"line %04d of the corpus %s\n" % (i, b"x" * (i % 13)) for i in range(600)]

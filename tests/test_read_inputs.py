@@ -8,7 +8,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing import test_pipeline
 
 from pipeline import cli
-from tests.helpers import IN_MEMORY, check_read, text_documents
+from tests.support.cli import IN_MEMORY
+from tests.support.read_assertions import check_read, text_documents
 from transforms.read import Document, match_inputs
 
 

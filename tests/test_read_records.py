@@ -6,7 +6,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.helpers import check_read
+from tests.support.read_assertions import check_read
 from transforms.read import Document
 from transforms.read import records
 from transforms.read.records import parse_json_line

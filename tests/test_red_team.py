@@ -23,8 +23,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pipeline import cli
-from tests.helpers import IN_MEMORY, compress, train_small
-from tests.real_text import multilingual
+from tests.support.cli import IN_MEMORY
+from tests.support.corpora import compress
+from tests.support.real_text import multilingual
+from tests.support.toy_tokenizers import train_small
 
 RED_TEAM = settings(max_examples=12, deadline=60_000, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

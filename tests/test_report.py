@@ -11,7 +11,10 @@ import pytest
 from bpe import scripts
 from bpe.pretokenize import PRESETS
 from pipeline.report.pattern import UnsupportedPattern, to_javascript
-from tests.helpers import IN_MEMORY, MULTILINGUAL_LINES, pieces_with_bpe_tokens, read_report, report, stdlib_lines, train_small
+from tests.support.cli import IN_MEMORY, report
+from tests.support.outputs import read_report
+from tests.support.real_text import MULTILINGUAL_LINES, stdlib_lines
+from tests.support.toy_tokenizers import pieces_with_bpe_tokens, train_small
 
 SAMPLE = 7
 RARE_BELOW = 3
@@ -36,7 +39,7 @@ def tokenizers(tmp_path_factory):
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory, tokenizers):
     """(report.json, output dir, the input files) for two tokenizers on a small corpus."""
-    from tests.conftest import Corpus
+    from tests.support.corpora import Corpus
 
     root = tmp_path_factory.mktemp("report")
     files = write_corpus(Corpus(root / "corpus"))

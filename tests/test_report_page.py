@@ -11,7 +11,11 @@ import shutil
 import pytest
 
 from bpe.pretokenize import PreTokenizer
-from tests.helpers import IN_MEMORY, MULTILINGUAL_LINES, Chromium, read_report, report, stdlib_lines, train_with_pattern
+from benchmarks.chromium import Chromium
+from tests.support.cli import IN_MEMORY, report
+from tests.support.outputs import read_report
+from tests.support.real_text import MULTILINGUAL_LINES, stdlib_lines
+from tests.support.toy_tokenizers import train_with_pattern
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs it)")

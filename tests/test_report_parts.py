@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from bpe import scripts
-from tests.helpers import MULTILINGUAL_LINES, pieces_with_bpe_tokens, stdlib_lines, train_small
+from tests.support.real_text import MULTILINGUAL_LINES, stdlib_lines
+from tests.support.toy_tokenizers import pieces_with_bpe_tokens, train_small
 
 SPANS = (
     "hello", " the", " 42", ");\n", "\n\n", "\u0301abc", "e\u0301", "中文", " Привет", "\t", "x\u200d\U0001f642",

@@ -21,8 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import bpe
-from pipeline import cli
-from tests.helpers import IN_MEMORY
+from tests.support.cli import IN_MEMORY, train as train_in_process
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Enough merges to be stopped in the middle, few enough for CI.
@@ -91,10 +90,6 @@ def stop_during_merges(argv: list[str], output: str, sig: signal.Signals) -> tup
     stdout, stderr = process.communicate(timeout=60)
     assert "learned" not in stdout, "the run finished before the signal arrived: make the table larger"
     return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr), checkpoint_merges(output)
-
-
-def train_in_process(*argv: str) -> int:
-    return cli.main(["train", "--no-progress", *argv])
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from bpe.segmentation import Vocabulary
-from tests.helpers import train_small
+from tests.support.toy_tokenizers import train_small
 
 BYTES = [bytes([b]) for b in range(256)]
 

@@ -17,8 +17,11 @@ import time
 import pytest
 
 import bpe
-from tests.helpers import IN_MEMORY, read_rows, train_small
-from tests.real_text import multilingual
+from tests.support.cli import IN_MEMORY
+from tests.support.corpora import write_line_shards
+from tests.support.outputs import read_rows
+from tests.support.real_text import multilingual
+from tests.support.toy_tokenizers import train_small
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 BEAM_BPE = [sys.executable, "-m", "pipeline.cli"]
@@ -35,10 +38,7 @@ def tokenizer(tmp_path_factory):
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> pathlib.Path:
     root = tmp_path_factory.mktemp("corpus")
-    lines = [line for doc in multilingual(3) for line in doc.encode("utf-8").splitlines(keepends=True)]
-    lines = (lines * (LINES // len(lines) + 1))[:LINES]
-    for shard in range(4):
-        (root / f"in-{shard}.txt").write_bytes(b"".join(lines[shard::4]))
+    write_line_shards(root, LINES)
     return root
 
 

@@ -14,7 +14,11 @@ import bpe
 from pipeline import config, runners, runtime
 from pipeline.errors import UserError
 from transforms.read import match_inputs
-from tests.helpers import IN_MEMORY, VOCAB, merges, plain_count, stats, stdlib_lines, train, word_counts, write_stdlib_corpus
+from tests.support.cli import IN_MEMORY, VOCAB, train
+from tests.support.corpora import write_stdlib_corpus
+from tests.support.outputs import merges, stats, word_counts
+from tests.support.real_text import stdlib_lines
+from tests.support.toy_tokenizers import plain_count
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):

@@ -16,7 +16,7 @@ from bpe import proof_cache
 from pipeline.runners import pipeline_options
 from pipeline.runtime import new_pipeline, preloaded, warm_workers
 from transforms.encode import _EncodeBatchFn
-from tests.helpers import train_small
+from tests.support.toy_tokenizers import train_small
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORES = os.cpu_count() or 1

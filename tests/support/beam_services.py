@@ -5,7 +5,7 @@ Runs pipelines the way Flink, Spark or Dataflow do: submitted by
 processes that share nothing with the test but the pipeline proto and the
 files. Use it in a test module with
 
-    from tests.beam_services import portable_runner_flags  # noqa: F401  (the fixture)
+    from tests.support.beam_services import portable_runner_flags  # noqa: F401  (the fixture)
 
     def test_x(portable_runner_flags):
         main([..., *portable_runner_flags])

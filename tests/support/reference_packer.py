@@ -1,0 +1,86 @@
+"""A plain single-process packer, written from the definition of ``beam-bpe pack``:
+the result every packing run is compared with."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from transforms.pack.sequence_order import Permutation
+
+__all__ = ["reference_pack", "reference_validation"]
+
+
+def reference_validation(docs, fraction=0.0, documents=0):
+    """The ids of the validation split, computed plainly from the definition."""
+
+    def key(doc_id):
+        return int.from_bytes(hashlib.blake2b(doc_id.encode("utf-8"), digest_size=8).digest(), "big"), doc_id
+
+    if documents:
+        last = sorted(key(doc_id) for doc_id, _ in docs)[documents - 1]
+        return {doc_id for doc_id, _ in docs if key(doc_id) <= last}
+    return {doc_id for doc_id, _ in docs if key(doc_id)[0] < fraction * 2**64}
+
+
+def reference_pack(docs, length, split_documents=True, drop_remainder=False, pad_id=0, seed=0,
+                   validation=(), window_tokens=1 << 22):
+    """A plain single-process packer: {split: [(input_ids, real, doc_starts, doc_ids)] in output order}.
+
+    Documents in order, each split's stream cut every ``length`` tokens (or whole
+    documents best-fit within windows of the stream), the tail padded or
+    dropped, the sequences in the order of the seeded permutation.
+    """
+    result = {}
+    for split in ("train", "validation"):
+        chosen = [(i, list(t)) for i, t in docs if (i in validation) == (split == "validation")]
+        sequences = (_reference_stream(chosen, length, drop_remainder, pad_id) if split_documents
+                     else _reference_best_fit(chosen, length, pad_id, window_tokens))
+        positions = Permutation(len(sequences), seed, split)(np.arange(len(sequences)))
+        result[split] = [sequences[i] for i in np.argsort(positions)]
+    return result
+
+
+def _reference_stream(docs, length, drop_remainder, pad_id):
+    stream, owner = [], []
+    for number, (_, tokens) in enumerate(docs):
+        stream += tokens
+        owner += [number] * len(tokens)
+    sequences = []
+    for k in range(0, len(stream), length):
+        chunk = stream[k: k + length]
+        if len(chunk) < length and drop_remainder:
+            break
+        starts = [j for j in range(len(chunk)) if j == 0 or owner[k + j] != owner[k + j - 1]]
+        ids = [docs[owner[k + j]][0] for j in starts]
+        sequences.append((chunk + [pad_id] * (length - len(chunk)), len(chunk), starts, ids))
+    return sequences
+
+
+def _reference_best_fit(docs, length, pad_id, window_tokens):
+    windows, position = {}, 0
+    for doc_id, tokens in docs:
+        if tokens:
+            windows.setdefault(position // window_tokens, []).append((doc_id, tokens))
+        position += len(tokens)
+    sequences = []
+    for window in sorted(windows):
+        pieces = [(doc_id, tokens[i: i + length]) for doc_id, tokens in windows[window]
+                  for i in range(0, len(tokens), length)]
+        order = sorted(range(len(pieces)), key=lambda p: (-len(pieces[p][1]), p))
+        bins = []  # lists of pieces
+        for p in order:
+            size = len(pieces[p][1])
+            fits = [b for b in range(len(bins)) if length - sum(len(t) for _, t in bins[b]) >= size]
+            if fits:
+                best = min(fits, key=lambda b: (length - sum(len(t) for _, t in bins[b]), b))
+                bins[best].append(pieces[p])
+            else:
+                bins.append([pieces[p]])
+        for content in bins:
+            tokens = [t for _, piece in content for t in piece]
+            starts = [sum(len(t) for _, t in content[:j]) for j in range(len(content))]
+            sequences.append((tokens + [pad_id] * (length - len(tokens)), len(tokens), starts,
+                              [doc_id for doc_id, _ in content]))
+    return sequences
