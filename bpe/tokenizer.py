@@ -32,16 +32,16 @@ import json
 from types import MappingProxyType
 from typing import Callable, Iterable, Mapping, Sequence
 
-from bpe import engines, tiktoken_file, tokenizer_file
-from bpe.added_tokens import AddedTokenEncoder, split_out
+from bpe import engines, tokenizer_file
 from bpe.decoder import Decoder, StreamDecoder, vocabulary_bytes
 from bpe.encoder import PieceEncoder, RankEncoder
 from bpe.engines import EngineProof
-from bpe.hf_normalizer import nfc
-from bpe.hf_pretokenizer import StepPreTokenizer
 from bpe.presets import ENCODINGS, encoding_preset
 from bpe.pretokenize import PreTokenizer, to_text
-from bpe.tokenizer_file import FILE_NAME, TokenizerFileError, byte_to_char
+from bpe.tokenizer_file import FILE_NAME, TokenizerFileError, byte_to_char, tiktoken_file
+from bpe.tokenizer_file.added_tokens import AddedTokenEncoder, split_out
+from bpe.tokenizer_file.hf_normalizer import nfc
+from bpe.tokenizer_file.hf_pretokenizer import StepPreTokenizer
 
 __all__ = ["FILE_NAME", "Tokenizer", "TokenizerFileError", "byte_to_char", "check_special_tokens"]
 
@@ -91,7 +91,7 @@ class Tokenizer:
         in any text, as HF does.
       bos_token, eos_token: the special tokens that begin and end a document where the
         tokenizer declares them (``eos_token`` of ours is the first special token).
-      normalizer: ``"NFC"`` when the tokenizer normalizes text to NFC (``bpe.hf_normalizer``)
+      normalizer: ``"NFC"`` when the tokenizer normalizes text to NFC (``bpe.tokenizer_file.hf_normalizer``)
         before pre-tokenization, else None.
       vocab_size: the largest ID + 1 (IDs may have gaps: cl100k has no 100256).
     """

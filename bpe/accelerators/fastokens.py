@@ -2,7 +2,7 @@ r"""fastokens (PyPI ``fastokens``, Apache-2.0): a Rust ``tokenizer.json`` encode
 with a PCRE2 (JIT) pre-tokenizer.
 
 Merge semantics: Hugging Face BPE, by the rank of the pair in the merge list,
-which is our own (``bpe.accelerators.pair_file``); no proof is needed.
+which is our own (``bpe.accelerators.vocabulary_files``); no proof is needed.
 
 Pre-tokenization: PCRE2 runs our regex itself. The file holds the spelling of
 the pattern that Oniguruma, PCRE2 and ``regex`` read alike
@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from array import array
 
-from bpe.accelerators.pair_file import pair_rank_json
-from bpe.accelerators.proof import sample_mismatch, untested_version
+from bpe.accelerators.proof import checked, untested_version
 from bpe.accelerators.unicode_guard import PCRE2_GAPS, CodePointGuard
+from bpe.accelerators.vocabulary_files import pair_rank_json
 from bpe.pretokenize import PRESETS, onig_compatible
 
 NAME = "fastokens"
@@ -69,11 +69,5 @@ def build(tokenizer, proven: bool = False) -> tuple[FastokensEngine | None, str]
     data = pair_rank_json(tokenizer, onig_compatible(tokenizer.pattern))
     if data is None:
         return None, "two tokens have the same bytes; a tokenizer.json vocabulary cannot hold both"
-    try:
-        engine = FastokensEngine(data)
-    except Exception as e:  # whatever the native loader rejects means: not this engine
-        return None, f"fastokens rejected the vocabulary: {e}"
-    mismatch = sample_mismatch(tokenizer, engine, NAME)
-    if mismatch:
-        return None, mismatch
-    return engine, "fastokens: pair-rank merges as ours, PCRE2 running our preset regex (tested)"
+    return checked(tokenizer, NAME, lambda: FastokensEngine(data),
+                   "fastokens: pair-rank merges as ours, PCRE2 running our preset regex (tested)")

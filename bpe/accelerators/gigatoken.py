@@ -3,7 +3,7 @@
 Merge semantics: loaded from a ``tokenizer.json``, gigatoken merges by the rank
 of the pair in the merge list, using the merged token's ID as that rank. Our
 merge i creates ID 256 + i, so the ranks are exactly ours and no proof is
-needed (``bpe.accelerators.pair_file``).
+needed (``bpe.accelerators.vocabulary_files``).
 
 Pre-tokenization: gigatoken has no regex engine. It runs hand-written
 pre-tokenizers for a fixed set of schemes and recognises each by the exact
@@ -27,9 +27,9 @@ file's contents, in memory.
 
 from __future__ import annotations
 
-from bpe.accelerators.pair_file import pair_rank_json
-from bpe.accelerators.proof import sample_mismatch, untested_version
+from bpe.accelerators.proof import checked, untested_version
 from bpe.accelerators.unicode_guard import GIGATOKEN_GAPS, TIKTOKEN_GAPS, CodePointGuard
+from bpe.accelerators.vocabulary_files import pair_rank_json, rank_file
 from bpe.pretokenize import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 
 NAME = "gigatoken"
@@ -113,14 +113,6 @@ class GigatokenRankEngine(GigatokenEngine):
         return GigatokenRankEngine, (self.rank_file, self.scheme)
 
 
-def _rank_file(tokenizer) -> bytes:
-    """The tokenizer's ordinary tokens as a tiktoken rank file (base64 token, rank per line)."""
-    import base64
-
-    lines = [base64.b64encode(tokenizer.token_bytes(i)) + b" %d" % i for i in tokenizer.ordinary_ids()]
-    return b"\n".join(lines) + b"\n"
-
-
 def build(tokenizer, proven: bool = False) -> tuple[GigatokenEngine | None, str]:
     """(gigatoken's engine for ``tokenizer``, why) or (None, why not). ``proven`` changes nothing: no proof is needed."""
     unusable = untested_version("gigatoken", TESTED_VERSIONS)
@@ -130,7 +122,7 @@ def build(tokenizer, proven: bool = False) -> tuple[GigatokenEngine | None, str]
     if regex is None:
         return None, "gigatoken runs only its built-in pre-tokenizers, not a custom pattern"
     if tokenizer.kind == "tiktoken":
-        make, semantics = (lambda: GigatokenRankEngine(_rank_file(tokenizer), _SCHEME_NAME[tokenizer.pattern]),
+        make, semantics = (lambda: GigatokenRankEngine(rank_file(tokenizer), _SCHEME_NAME[tokenizer.pattern]),
                            "rank-of-bytes merges as the rank file's")
     elif tokenizer.kind == "beam-bpe":
         data = pair_rank_json(tokenizer, regex)
@@ -139,11 +131,4 @@ def build(tokenizer, proven: bool = False) -> tuple[GigatokenEngine | None, str]
         make, semantics = (lambda: GigatokenEngine(data)), "pair-rank merges as ours"
     else:
         return None, f"gigatoken is proven for beam-bpe tokenizers and tiktoken rank files, not {tokenizer.kind} files"
-    try:
-        engine = make()
-    except Exception as e:  # whatever the native loader rejects means: not this engine
-        return None, f"gigatoken rejected the vocabulary: {e}"
-    mismatch = sample_mismatch(tokenizer, engine, NAME)
-    if mismatch:
-        return None, mismatch
-    return engine, f"gigatoken: {semantics}, its pre-tokenizer for the preset (tested)"
+    return checked(tokenizer, NAME, make, f"gigatoken: {semantics}, its pre-tokenizer for the preset (tested)")

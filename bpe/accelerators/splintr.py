@@ -2,7 +2,7 @@ r"""splintr (PyPI ``splintr-rs``, MIT): a Rust tiktoken-style encoder with a
 PCRE2 (JIT) pre-tokenizer.
 
 Merge semantics: tiktoken's, by the rank of the concatenated bytes (our IDs as
-ranks). That equals ours only where ``rank_mismatch`` finds nothing for the
+ranks). That equals ours only where ``bpe.engines.rank_proof.rank_mismatch`` finds nothing for the
 vocabulary, so every build runs that proof.
 
 Pre-tokenization: splintr compiles the pattern with its own regex engine
@@ -21,11 +21,12 @@ as an ``array("I")``. splintr's bundled vocabularies are not used.
 
 from __future__ import annotations
 
-import base64
 from array import array
 
-from bpe.accelerators.proof import rank_mismatch, sample_mismatch, untested_version
+from bpe.accelerators.proof import checked, untested_version
 from bpe.accelerators.unicode_guard import PCRE2_GAPS, CodePointGuard
+from bpe.accelerators.vocabulary_files import rank_file
+from bpe.engines import rank_proof
 from bpe.pretokenize import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 
 NAME = "splintr"
@@ -71,12 +72,6 @@ class SplintrEngine:
         return ids
 
 
-def rank_file(tokenizer) -> bytes:
-    """The tokenizer's bytes tokens as a tiktoken rank file, our IDs as ranks."""
-    lines = [base64.b64encode(tokenizer.token_bytes(i)) + b" %d" % i for i in range(256 + len(tokenizer.merges))]
-    return b"\n".join(lines) + b"\n"
-
-
 def build(tokenizer, proven: bool = False) -> tuple[SplintrEngine | None, str]:
     """(splintr's engine for ``tokenizer``, why) or (None, why not).
 
@@ -89,14 +84,8 @@ def build(tokenizer, proven: bool = False) -> tuple[SplintrEngine | None, str]:
     pattern = _POSSESSIVE_FREE.get(tokenizer.pattern)
     if pattern is None:
         return None, "custom pattern: splintr is shown to split like regex only for the presets"
-    mismatch = None if proven else rank_mismatch(tokenizer)
+    mismatch = None if proven else rank_proof.rank_mismatch(tokenizer)
     if mismatch:
         return None, mismatch
-    try:
-        engine = SplintrEngine(rank_file(tokenizer), pattern)
-    except Exception as e:  # whatever the native loader rejects means: not this engine
-        return None, f"splintr rejected the vocabulary: {e}"
-    mismatch = sample_mismatch(tokenizer, engine, NAME)
-    if mismatch:
-        return None, mismatch
-    return engine, "splintr: rank merges proven equal to ours, PCRE2 running our preset regex (tested)"
+    return checked(tokenizer, NAME, lambda: SplintrEngine(rank_file(tokenizer), pattern),
+                   "splintr: rank merges proven equal to ours, PCRE2 running our preset regex (tested)")

@@ -1,313 +1,35 @@
-"""tokenizer.json: the Hugging Face file format, written, read and validated.
+"""tokenizer.json read: parsing and validation, field by field, into a ``TokenizerSpec``.
 
-Our files hold a Split pre-tokenizer with our regex, ByteLevel without its own
-regex, a BPE model whose vocab maps the byte-level strings to our IDs, a
-ByteLevel decoder and the special tokens as added tokens, so ``tokenizers`` and
-``transformers`` load them and give our IDs.
-
-Any Hugging Face byte-level BPE file is read too (``TokenizerSpec``): Split
-(Isolated) and ByteLevel pre-tokenizers in a Sequence, ``add_prefix_space``,
-``use_regex``, vocab and merges in both forms, added tokens special or not,
-``ignore_merges``, an NFC normalizer (alone or in a Sequence), and the BOS/EOS
-of a TemplateProcessing, Roberta or Bert post-processor. Reading is parsing and
-validation only: a tokenizer file is data, never code. A field that would make
-Hugging Face give other IDs than ours (another normalizer, another model or
-pre-tokenizer, byte fallback, BPE dropout, ...) is refused with one line naming
-it, never ignored.
-
-Paths are local files or directories, ``file://`` URLs, or any URL smart_open
-opens (``s3://``, ``gs://``, ...). Remote stores use their client libraries'
-own configuration: for S3, boto3's (``AWS_ENDPOINT_URL_S3`` or
-``AWS_ENDPOINT_URL`` for a custom endpoint, ``AWS_ACCESS_KEY_ID``, ``~/.aws``),
-or a client passed as ``transport_params={"client": boto3.client("s3", ...)}``;
-for GCS, google-cloud-storage's default credentials (``pip install
-smart_open[gcs]``) or ``transport_params={"client": storage.Client(...)}``.
+Any Hugging Face byte-level BPE file is read: Split (Isolated) and ByteLevel
+pre-tokenizers in a Sequence, ``add_prefix_space``, ``use_regex``, vocab and
+merges in both forms, added tokens special or not, ``ignore_merges``, an NFC
+normalizer (alone or in a Sequence), and the BOS/EOS of a TemplateProcessing,
+Roberta or Bert post-processor. Reading is parsing and validation only: a
+tokenizer file is data, never code. A field that would make Hugging Face give
+other IDs than ours (another normalizer, another model or pre-tokenizer, byte
+fallback, BPE dropout, ...) is refused with one line naming it, never ignored.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import os
 from functools import lru_cache
-from typing import IO, Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import regex
 
-from bpe import tiktoken_file
 from bpe.pretokenize import PRESETS, onig_compatible
-
-FILE_NAME = "tokenizer.json"
-# Tokenizer files above this size are refused before they are read whole.
-MAX_FILE_BYTES = 1 << 30
-_CHUNK = 1 << 20
-
-# The top-level keys of a Hugging Face tokenizer.json.
-TOP_LEVEL_KEYS = (
-    "version", "truncation", "padding", "added_tokens", "normalizer",
-    "pre_tokenizer", "post_processor", "decoder", "model",
+from bpe.tokenizer_file.spec import (
+    BYTE_LEVEL_PATTERN,
+    TOP_LEVEL_KEYS,
+    Step,
+    TokenizerFileError,
+    TokenizerSpec,
+    byte_to_char,
 )
+from bpe.tokenizer_file.storage import FILE_NAME
 
-
-class TokenizerFileError(ValueError):
-    """A tokenizer file that is missing, not JSON, or not a valid beam-bpe tokenizer."""
-
-
-@lru_cache(maxsize=None)
-def byte_to_char() -> dict[int, str]:
-    """GPT-2's reversible map from bytes to printable characters (HF's ByteLevel alphabet).
-
-    Printable Latin-1 bytes stand for themselves; the rest are shifted to U+0100 and up.
-    """
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    mapping = {b: chr(b) for b in printable}
-    shift = 0
-    for b in range(256):
-        if b not in mapping:
-            mapping[b] = chr(256 + shift)
-            shift += 1
-    return mapping
-
-
-# HF ByteLevel's own regex (``use_regex``), as tokenizers spells it.
-BYTE_LEVEL_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-# A pre-tokenizer step: ("split", regex) splits every piece, keeping the text
-# between matches as pieces; ("prefix_space", "") puts a space before every
-# piece that does not start with one (ByteLevel's add_prefix_space).
-Step = tuple[str, str]
-
-
-@dataclasses.dataclass(frozen=True)
-class TokenizerSpec:
-    """What a byte-level BPE tokenizer.json defines.
-
-    Attributes:
-      token_bytes: the model's vocab, ID -> the bytes the token stands for.
-      merges: (left ID, right ID) in rank order.
-      merged_ids: the ID merge i creates.
-      ignore_merges: a piece that is a whole token is that token.
-      steps: the pre-tokenizer, as steps applied in order (see ``Step``).
-      special_tokens: added tokens marked special, text -> ID.
-      added_tokens: added tokens not marked special (matched in any text), text -> ID.
-      bos_token, eos_token: the special tokens the post-processor puts around a
-        single sequence, if it does.
-      normalizer: ``"NFC"`` when the file normalizes text to NFC, else None.
-      normalized_tokens: the added and special tokens marked ``normalized``:
-        matched in the normalized text, after the others are matched in the text
-        as given.
-    """
-
-    token_bytes: dict[int, bytes]
-    merges: list[tuple[int, int]]
-    merged_ids: list[int]
-    ignore_merges: bool
-    steps: tuple[Step, ...]
-    special_tokens: dict[str, int]
-    added_tokens: dict[str, int]
-    bos_token: str | None = None
-    eos_token: str | None = None
-    normalizer: str | None = None
-    normalized_tokens: frozenset[str] = frozenset()
-
-    @property
-    def pattern(self) -> str | None:
-        """The regex, when the pre-tokenizer is one Split and nothing else."""
-        if len(self.steps) == 1 and self.steps[0][0] == "split":
-            return self.steps[0][1]
-        return None
-
-    def is_ours(self) -> bool:
-        """Whether the file follows beam-bpe's ID contract (bytes 0..255, merge i = 256 + i,
-        special tokens after the merges), so that our own Tokenizer reproduces it."""
-        n = len(self.merges)
-        return (
-            self.pattern is not None
-            and self.normalizer is None
-            and not self.ignore_merges
-            and not self.added_tokens
-            and self.bos_token is None
-            and self.eos_token is None
-            and len(self.token_bytes) == 256 + n
-            and all(self.token_bytes.get(b) == bytes([b]) for b in range(256))
-            and self.merged_ids == list(range(256, 256 + n))
-            and list(self.special_tokens.values()) == list(range(256 + n, 256 + n + len(self.special_tokens)))
-        )
-
-
-# -- writing ---------------------------------------------------------------------
-
-
-def render(token_bytes: Sequence[bytes] | Mapping[int, bytes], merges: Sequence[tuple[int, int]], pattern: str,
-           special_tokens: Mapping[str, int]) -> str:
-    """The tokenizer.json text of a tokenizer.
-
-    Args:
-      token_bytes: the bytes of each ordinary ID (special tokens excluded), as a
-        list (ID = position) or a mapping.
-      merges: (left ID, right ID) in rank order; each makes the token of their joined bytes.
-      pattern: the pre-tokenizer regex.
-      special_tokens: text -> ID, in ID order.
-
-    Raises:
-      ValueError: two tokens have the same bytes (the vocab, keyed by bytes, cannot hold both).
-    """
-    to_char = byte_to_char()
-    items = token_bytes.items() if isinstance(token_bytes, Mapping) else enumerate(token_bytes)
-    names = {token_id: "".join(to_char[b] for b in data) for token_id, data in items}
-    vocab = {name: token_id for token_id, name in names.items()}
-    if len(vocab) != len(names):
-        first = next(token_id for token_id, name in names.items() if vocab[name] != token_id)
-        raise ValueError(
-            f"tokens {first} and {vocab[names[first]]} have the same bytes; tokenizer.json cannot hold both"
-        )
-    if sorted(special_tokens.values()) != list(range(len(vocab), len(vocab) + len(special_tokens))):
-        # Hugging Face numbers added tokens on from the vocab's size unless the vocab
-        # holds them: with gaps in the IDs (cl100k), the vocab must hold them.
-        vocab.update(special_tokens)
-    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
-    return json.dumps(
-        {
-            "version": "1.0",
-            "truncation": None,
-            "padding": None,
-            "added_tokens": [
-                {
-                    "id": token_id,
-                    "content": content,
-                    "single_word": False,
-                    "lstrip": False,
-                    "rstrip": False,
-                    "normalized": False,
-                    "special": True,
-                }
-                for content, token_id in special_tokens.items()
-            ],
-            "normalizer": None,
-            "pre_tokenizer": {
-                "type": "Sequence",
-                "pretokenizers": [
-                    {"type": "Split", "pattern": {"Regex": onig_compatible(pattern)}, "behavior": "Isolated", "invert": False},
-                    byte_level,
-                ],
-            },
-            "post_processor": None,
-            "decoder": byte_level,
-            "model": {
-                "type": "BPE",
-                "dropout": None,
-                "unk_token": None,
-                "continuing_subword_prefix": None,
-                "end_of_word_suffix": None,
-                "fuse_unk": False,
-                "byte_fallback": False,
-                "ignore_merges": False,
-                "vocab": vocab,
-                "merges": [[names[left], names[right]] for left, right in merges],
-            },
-        },
-        ensure_ascii=False,
-        indent=1,
-    )
-
-
-def write(path: str, text: str, transport_params: dict | None = None) -> str:
-    """Writes tokenizer.json into a directory (or to a path ending in .json); returns the file's path.
-
-    A reader never sees half a file: a local file is written to a temporary
-    name and renamed; an object store publishes an object only when its upload
-    completes.
-    """
-    file_path = path if path.endswith(".json") else _join(path, FILE_NAME)
-    local = _local_path(file_path)
-    if local is None:
-        import smart_open  # only for URLs: local files need none of it
-
-        with smart_open.open(file_path, "wb", compression="disable", transport_params=transport_params) as f:
-            f.write(text.encode("utf-8"))
-        return file_path
-    os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
-    tmp_path = local + ".tmp"
-    with open(tmp_path, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp_path, local)
-    return file_path
-
-
-# -- reading ---------------------------------------------------------------------
-
-
-def read(path: str, transport_params: dict | None = None) -> tuple[bytes, str]:
-    """(the bytes, the file's path) of the tokenizer.json a path names: the file, or the one in a directory.
-
-    Raises:
-      TokenizerFileError: missing, unreadable, larger than ``MAX_FILE_BYTES``,
-        or plainly not a JSON object.
-    """
-    local = _local_path(path)
-    if local is not None:
-        file_path = os.path.join(local, FILE_NAME) if os.path.isdir(local) else local
-        try:
-            with open(file_path, "rb") as f:
-                return _read_capped(f, file_path, os.fstat(f.fileno()).st_size), file_path
-        except FileNotFoundError:
-            raise TokenizerFileError(f"tokenizer file not found: {file_path}") from None
-        except OSError as e:
-            raise TokenizerFileError(f"cannot read tokenizer file {file_path}: {e.strerror or e}") from None
-    import smart_open  # only for URLs: local files need none of it
-
-    # An object store has no directories: try the directory form first, then the path itself.
-    candidates = [path] if path.endswith(".json") else [_join(path, FILE_NAME), path]
-    first_error = None
-    for file_path in candidates:
-        try:
-            with smart_open.open(file_path, "rb", compression="disable", transport_params=transport_params) as f:
-                return _read_capped(f, file_path, None), file_path
-        except TokenizerFileError:
-            raise
-        except Exception as e:  # each store's client raises its own types
-            first_error = first_error or (file_path, e)
-    file_path, e = first_error
-    reason = " ".join(str(e).split())[:300] or type(e).__name__
-    raise TokenizerFileError(f"cannot read tokenizer file {file_path}: {reason}") from None
-
-
-def _read_capped(f: IO[bytes], source: str, size: int | None) -> bytes:
-    """Reads a file of at most MAX_FILE_BYTES; stops at once if it cannot be a JSON object."""
-    if size is not None and size > MAX_FILE_BYTES:
-        raise TokenizerFileError(f"{source} is {size} bytes, more than a tokenizer file may be ({MAX_FILE_BYTES})")
-    chunks: list[bytes] = []
-    total = 0
-    started = False
-    while chunk := f.read(_CHUNK):
-        if not started:
-            stripped = chunk.lstrip(b" \t\r\n")
-            first = stripped[:1]
-            if first and first != b"{" and not tiktoken_file.looks_like_rank_file(stripped):
-                raise TokenizerFileError(
-                    f"{source}: expected a JSON object (tokenizer.json) or a tiktoken rank file, found {first!r} at the start"
-                )
-            started = bool(first)
-        total += len(chunk)
-        if total > MAX_FILE_BYTES:
-            raise TokenizerFileError(f"{source} is more than {MAX_FILE_BYTES} bytes, more than a tokenizer file may be")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _local_path(path: str) -> str | None:
-    """The local path a path or ``file://`` URL names; None for other URLs."""
-    if path.startswith("file://"):
-        return path[len("file://"):]
-    return None if "://" in path else path
-
-
-def _join(directory: str, name: str) -> str:
-    if "://" not in directory:
-        return os.path.join(directory, name)
-    return directory.rstrip("/") + "/" + name
-
-
-# -- parsing and validation --------------------------------------------------------
+__all__ = ["parse", "token_bytes_of"]
 
 
 def parse(data: str | bytes, source: str = FILE_NAME) -> TokenizerSpec:

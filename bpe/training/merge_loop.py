@@ -1,7 +1,7 @@
-"""The merge loop in pure Python: the readable twin of the C loop in ``bpe/_merges.c``.
+"""The merge loop in pure Python: the readable twin of the C loop in ``bpe/training/_merges.c``.
 
 Both take the same arguments, keep the same state and learn the same merges;
-``bpe.trainer`` runs the C loop when it is built and this one otherwise. The
+``bpe.training.trainer`` runs the C loop when it is built and this one otherwise. The
 result of both is defined by ``bpe.reference.train_bytes`` (recount every pair,
 take the best); the loop computes the same merges without recounting:
 
