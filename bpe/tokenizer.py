@@ -235,17 +235,42 @@ class Tokenizer:
 
     @property
     def bos_id(self) -> int:
-        """The ID of ``bos_token``; ValueError if the tokenizer declares none."""
+        """The ID of ``bos_token`` (a Hugging Face post-processor's).
+
+        Raises:
+          ValueError: the tokenizer declares none.
+        """
         if self.bos_token is None:
-            raise ValueError("the tokenizer declares no BOS token")
+            raise ValueError("the tokenizer declares no BOS token (only a Hugging Face post-processor declares one)")
         return self.special_tokens[self.bos_token]
 
     @property
     def eos_id(self) -> int:
-        """The ID of ``eos_token``; ValueError if the tokenizer declares none."""
-        if self.eos_token is None:
-            raise ValueError("the tokenizer declares no EOS token")
-        return self.special_tokens[self.eos_token]
+        """The ID of ``eos_token``: ``eos_token_id()``."""
+        return self.eos_token_id()
+
+    def eos_token_id(self, name: str | None = None) -> int:
+        """The ID of the EOS token ``name``, by default the one the tokenizer declares
+        (``eos_token``; for ours the first special token).
+
+        Raises:
+          ValueError: the tokenizer has no such special token, or declares none and none is named.
+        """
+        if name is None:
+            if not self.special_tokens:
+                raise ValueError("the tokenizer has no special tokens, so there is no EOS token to append")
+            if self.eos_token is None:
+                raise ValueError(
+                    "the tokenizer declares no EOS token: name one of its special tokens with --eos-token "
+                    f"({', '.join(sorted(self.special_tokens)[:8])})"
+                )
+            name = self.eos_token
+        if name not in self.special_tokens:
+            raise ValueError(
+                f"EOS token {name!r} is not a special token of the tokenizer "
+                f"(it has {sorted(self.special_tokens) or 'none'})"
+            )
+        return self.special_tokens[name]
 
     def encode_batch(self, texts: Iterable[str | bytes], fast: bool = True) -> list[list[int]]:
         """Encodes many texts (str or any bytes) as ordinary text: ``[encode(t) for t in texts]``.

@@ -164,7 +164,7 @@ def test_a_worker_without_the_accelerator_continues_with_the_next_engine(monkeyp
         pytest.skip("the accelerators are switched off")
     proof = fresh().prove()
     gigatoken = importlib.import_module("bpe.accelerators.gigatoken")
-    monkeypatch.setattr(gigatoken, "untested_version", lambda *_: "gigatoken is not installed")
+    monkeypatch.setattr(gigatoken, "preset_spelling", lambda *_: (None, "gigatoken is not installed"))
     worker = fresh()
     engine = worker.use_proof(proof)
     assert engine.name == "tiktoken" and engine.proof.engines == ("tiktoken", "python")

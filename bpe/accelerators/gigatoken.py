@@ -27,8 +27,9 @@ file's contents, in memory.
 
 from __future__ import annotations
 
-from bpe.accelerators.proof import checked, untested_version
-from bpe.accelerators.unicode_guard import GIGATOKEN_GAPS, TIKTOKEN_GAPS, CodePointGuard
+from bpe.accelerators.native_engine import NativeEngine
+from bpe.accelerators.proof import checked, preset_spelling
+from bpe.accelerators.unicode_guard import GIGATOKEN_GAPS, TIKTOKEN_GAPS
 from bpe.accelerators.vocabulary_files import pair_rank_json, rank_file
 from bpe.pretokenize import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 
@@ -51,31 +52,24 @@ _SCHEME_REGEX = {
 _SCHEME_NAME = {GPT2_PATTERN: "gpt2", CL100K_PATTERN: "gpt4", O200K_PATTERN: "o200k"}
 
 
-class GigatokenEngine:
-    """gigatoken's encoder for one vocabulary. Pickles as its ``tokenizer.json``
-    text and loads it again where it is unpickled.
+class GigatokenEngine(NativeEngine):
+    """gigatoken's encoder for one vocabulary, declining texts with a code point its
+    Unicode tables lack (``GIGATOKEN_GAPS``). Pickles as its ``tokenizer.json`` text.
 
     Args:
       tokenizer_json: the file built by ``pair_rank_json``.
     """
 
-    def __init__(self, tokenizer_json: str):
+    GAPS = GIGATOKEN_GAPS
+
+    def _load(self, tokenizer_json: str):
         from gigatoken.gigatoken_rs import load_hf_json
 
-        self.tokenizer_json = tokenizer_json
-        self._backend = load_hf_json(tokenizer_json)
-        self.guard = CodePointGuard(GIGATOKEN_GAPS)
+        return load_hf_json(tokenizer_json)
 
-    def __reduce__(self):
-        return GigatokenEngine, (self.tokenizer_json,)
-
-    def encode(self, text: str):
-        """The IDs of valid text as a numpy uint32 array; None for a text holding
-        a code point gigatoken's Unicode tables lack (``GIGATOKEN_GAPS``)."""
-        if self.guard.rejects(text):
-            return None
+    def _encode(self, text: str):
         # Its own UTF-8 bytes: gigatoken reads them faster than a str (a lone
-        # surrogate raises here).
+        # surrogate raises here); the IDs come back as a numpy uint32 array.
         return self._backend.encode(text.encode("utf-8"))
 
     def encode_utf8(self, data: bytes, text: str | None):
@@ -87,40 +81,35 @@ class GigatokenEngine:
 
 class GigatokenRankEngine(GigatokenEngine):
     """gigatoken's encoder for a tiktoken rank file. Pickles as the rank file's
-    text and its scheme, and loads them again where it is unpickled.
+    text and its scheme.
 
     Args:
       rank_file: the file's contents (base64 token, rank per line).
       scheme: gigatoken's name of the pre-tokenizer (``_SCHEME_NAME``).
     """
 
-    def __init__(self, rank_file: bytes, scheme: str):
+    # The file's IDs are tiktoken's: declined too are the texts where tiktoken's
+    # Unicode tables differ from ours (and so, gigatoken's being ours, from gigatoken's).
+    GAPS = f"{GIGATOKEN_GAPS} {TIKTOKEN_GAPS}"
+
+    def _load(self, rank_file: bytes, scheme: str):
         import tempfile
 
         from gigatoken.gigatoken_rs import BPETokenizer
 
-        self.rank_file, self.scheme = rank_file, scheme
         # Its loader reads a path; no special tokens, so their strings stay ordinary text.
         with tempfile.NamedTemporaryFile(suffix=".tiktoken") as f:
             f.write(rank_file)
             f.flush()
-            self._backend = BPETokenizer.from_tiktoken(f.name, scheme, {})
-        # The file's IDs are tiktoken's: declined too are the texts where tiktoken's
-        # Unicode tables differ from ours (and so, gigatoken's being ours, from gigatoken's).
-        self.guard = CodePointGuard(f"{GIGATOKEN_GAPS} {TIKTOKEN_GAPS}")
-
-    def __reduce__(self):
-        return GigatokenRankEngine, (self.rank_file, self.scheme)
+            return BPETokenizer.from_tiktoken(f.name, scheme, {})
 
 
 def build(tokenizer, proven: bool = False) -> tuple[GigatokenEngine | None, str]:
     """(gigatoken's engine for ``tokenizer``, why) or (None, why not). ``proven`` changes nothing: no proof is needed."""
-    unusable = untested_version("gigatoken", TESTED_VERSIONS)
-    if unusable:
-        return None, unusable
-    regex = _SCHEME_REGEX.get(tokenizer.pattern)
+    regex, why = preset_spelling(tokenizer, "gigatoken", TESTED_VERSIONS, _SCHEME_REGEX,
+                                 "gigatoken runs only its built-in pre-tokenizers, not a custom pattern")
     if regex is None:
-        return None, "gigatoken runs only its built-in pre-tokenizers, not a custom pattern"
+        return None, why
     if tokenizer.kind == "tiktoken":
         make, semantics = (lambda: GigatokenRankEngine(rank_file(tokenizer), _SCHEME_NAME[tokenizer.pattern]),
                            "rank-of-bytes merges as the rank file's")

@@ -11,18 +11,20 @@
    the same IDs both ways (a last guard, cheap at build time); a line the
    engine declines (see ``unicode_guard``) is skipped.
 
-``checked`` runs the last check on a freshly built engine and gives the
-adapter's answer: the engine and why it qualifies, or None and why not.
+``preset_spelling`` runs the first check and finds the engine's spelling of
+the tokenizer's preset pattern (only the presets are tested); ``checked`` runs
+the last check on a freshly built engine and gives the adapter's answer: the
+engine and why it qualifies, or None and why not.
 """
 
 from __future__ import annotations
 
 from importlib import metadata
-from typing import Callable
+from typing import Callable, Mapping
 
 from bpe.engines.sample import SAMPLE_LINES
 
-__all__ = ["REGEX_VERSIONS", "checked", "sample_mismatch", "untested_version"]
+__all__ = ["REGEX_VERSIONS", "checked", "preset_spelling", "sample_mismatch", "untested_version"]
 
 # The ``regex`` releases whose Unicode tables the engines' guards were measured against.
 REGEX_VERSIONS = ("2026.11.19",)
@@ -40,6 +42,20 @@ def untested_version(distribution: str, tested: tuple[str, ...]) -> str | None:
     if distribution != "regex":
         return untested_version("regex", REGEX_VERSIONS)
     return None
+
+
+def preset_spelling(tokenizer, distribution: str, tested: tuple[str, ...], spellings: Mapping[str, str],
+                    custom: str) -> tuple[str | None, str]:
+    """(the engine's spelling of the tokenizer's pattern, "") when the installed ``distribution``
+    is a tested version (``untested_version``) and the pattern is one of ``spellings``' presets;
+    else (None, why not), ``custom`` for a pattern that is not one."""
+    unusable = untested_version(distribution, tested)
+    if unusable:
+        return None, unusable
+    spelling = spellings.get(tokenizer.pattern)
+    if spelling is None:
+        return None, custom
+    return spelling, ""
 
 
 def sample_mismatch(tokenizer, engine, name: str) -> str | None:

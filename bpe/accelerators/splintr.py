@@ -23,8 +23,9 @@ from __future__ import annotations
 
 from array import array
 
-from bpe.accelerators.proof import checked, untested_version
-from bpe.accelerators.unicode_guard import PCRE2_GAPS, CodePointGuard
+from bpe.accelerators.native_engine import NativeEngine
+from bpe.accelerators.proof import checked, preset_spelling
+from bpe.accelerators.unicode_guard import PCRE2_GAPS
 from bpe.accelerators.vocabulary_files import rank_file
 from bpe.engines import rank_proof
 from bpe.pretokenize import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
@@ -42,31 +43,23 @@ _POSSESSIVE_FREE = {
 }
 
 
-class SplintrEngine:
-    """splintr's encoder for one vocabulary, on PCRE2. Pickles as its rank file
-    and pattern and builds the encoder again where it is unpickled.
+class SplintrEngine(NativeEngine):
+    """splintr's encoder for one vocabulary, on PCRE2, declining texts with a code point
+    PCRE2 classes differently (``PCRE2_GAPS``). Pickles as its rank file and pattern.
 
     Args:
       ranks: the vocabulary as a tiktoken rank file (base64 token, rank per line).
       pattern: the pre-tokenizer regex, without possessive quantifiers.
     """
 
-    def __init__(self, ranks: bytes, pattern: str):
+    GAPS = PCRE2_GAPS
+
+    def _load(self, ranks: bytes, pattern: str):
         from splintr import Tokenizer
 
-        self.ranks = ranks
-        self.pattern = pattern
-        self._backend = Tokenizer.from_bytes(ranks, pattern, {}).pcre2(True)
-        self.guard = CodePointGuard(PCRE2_GAPS)
+        return Tokenizer.from_bytes(ranks, pattern, {}).pcre2(True)
 
-    def __reduce__(self):
-        return SplintrEngine, (self.ranks, self.pattern)
-
-    def encode(self, text: str) -> array | None:
-        """The IDs of valid text as an ``array("I")``; None for a text holding a
-        code point PCRE2 classes differently (``PCRE2_GAPS``)."""
-        if self.guard.rejects(text):
-            return None
+    def _encode(self, text: str) -> array:
         ids = array("I")
         ids.frombytes(self._backend.encode_flat(text))
         return ids
@@ -78,12 +71,10 @@ def build(tokenizer, proven: bool = False) -> tuple[SplintrEngine | None, str]:
     ``proven``: the O(vocabulary) proof already passed for a tokenizer with
     this SHA-256 (``bpe.engines.from_proof``); skip it.
     """
-    unusable = untested_version("splintr-rs", TESTED_VERSIONS)
-    if unusable:
-        return None, unusable
-    pattern = _POSSESSIVE_FREE.get(tokenizer.pattern)
+    pattern, why = preset_spelling(tokenizer, "splintr-rs", TESTED_VERSIONS, _POSSESSIVE_FREE,
+                                   "custom pattern: splintr is shown to split like regex only for the presets")
     if pattern is None:
-        return None, "custom pattern: splintr is shown to split like regex only for the presets"
+        return None, why
     mismatch = None if proven else rank_proof.rank_mismatch(tokenizer)
     if mismatch:
         return None, mismatch

@@ -19,14 +19,7 @@ from typing import Any, Mapping
 import regex
 
 from bpe.pretokenize import PRESETS, onig_compatible
-from bpe.tokenizer_file.spec import (
-    BYTE_LEVEL_PATTERN,
-    TOP_LEVEL_KEYS,
-    Step,
-    TokenizerFileError,
-    TokenizerSpec,
-    byte_to_char,
-)
+from bpe.tokenizer_file.spec import BYTE_LEVEL_PATTERN, TOP_LEVEL_KEYS, Step, TokenizerFileError, TokenizerSpec, byte_to_char
 from bpe.tokenizer_file.storage import FILE_NAME
 
 __all__ = ["parse", "token_bytes_of"]
