@@ -19,7 +19,7 @@ rest is normalized (NFC, when the file says so); the tokens marked
 ``normalized`` are matched in that; the pre-tokenizer splits what is left.
 Decoding gives the tokens' bytes: it does not undo the normalization.
 
-Files are read local or remote (see ``bpe.tokenizer_file``). ``encode`` runs
+Files are read local or remote (see ``bpe.tokenizer_file.storage``). ``encode`` runs
 through ``engine``, the fastest chain of engines proven to give the reference's
 IDs for this tokenizer (see ``bpe.engines``); ``reference`` is the pure-Python
 reference encoder itself.
@@ -91,8 +91,8 @@ class Tokenizer:
         in any text, as HF does.
       bos_token, eos_token: the special tokens that begin and end a document where the
         tokenizer declares them (``eos_token`` of ours is the first special token).
-      normalizer: ``"NFC"`` when the tokenizer normalizes text to NFC (``bpe.tokenizer_file.hf_normalizer``)
-        before pre-tokenization, else None.
+      normalizer: ``"NFC"`` when the tokenizer normalizes text to NFC
+        (``bpe.tokenizer_file.hf_normalizer``) before pre-tokenization, else None.
       vocab_size: the largest ID + 1 (IDs may have gaps: cl100k has no 100256).
     """
 
@@ -373,7 +373,7 @@ class Tokenizer:
         """Writes ``tokenizer.json`` into a directory (or to a path ending in .json); returns the file's path.
 
         ``path``: local, ``file://``, or a URL smart_open opens (``s3://``,
-        ``gs://``); ``transport_params`` go to smart_open (see ``bpe.tokenizer_file``).
+        ``gs://``); ``transport_params`` go to smart_open (see ``bpe.tokenizer_file.storage``).
         A reader never sees half a file.
         """
         return tokenizer_file.write(path, self.to_json(), transport_params)
@@ -385,7 +385,7 @@ class Tokenizer:
         a directory holding one, or a tiktoken rank file; ``.sha256`` is the file's.
 
         ``path``: local, ``file://``, or a URL smart_open opens (``s3://``,
-        ``gs://``); ``transport_params`` go to smart_open (see ``bpe.tokenizer_file``).
+        ``gs://``); ``transport_params`` go to smart_open (see ``bpe.tokenizer_file.storage``).
         A rank file holds no pattern and no special tokens: give ``preset``
         (``cl100k_base``, ``o200k_base``, ``r50k_base``/``gpt2``; see ``bpe.presets``)
         and/or ``pattern`` (a preset name or a regex) and ``special_tokens`` (text -> ID),

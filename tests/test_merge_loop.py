@@ -22,7 +22,7 @@ def test_the_compiled_loop_is_built():
     # pip install -e . builds it; without it training still works, only slower.
     if os.environ.get("BEAM_BPE_PURE_PYTHON") == "1":
         pytest.skip("BEAM_BPE_PURE_PYTHON=1 switches the C loop off")
-    assert trainer._merges is not None, "bpe/_merges.c was not built: run pip install -e ."
+    assert trainer._merges is not None, "bpe/training/_merges.c was not built: run pip install -e ."
 
 
 @contextlib.contextmanager

@@ -84,8 +84,9 @@ class TiktokenEngine:
     allowed, so special-token text is ordinary text, exactly as in
     ``encode_ordinary``. That call looks for special tokens first, and with none
     defined it looks for an empty pattern, which matches at every position and
-    slows it down; so a tokenizer without special tokens gives tiktoken the
-    placeholder special token (``bpe.engines.tiktoken_check``, ID vocab_size), which no output can hold.
+    slows it down; so a tokenizer without special tokens gives tiktoken a
+    placeholder special token (``bpe.engines.tiktoken_check``, ID vocab_size),
+    which no output can hold.
 
     Args:
       encoding: the ``tiktoken.Encoding`` with our IDs as ranks.
@@ -286,8 +287,8 @@ class AcceleratedEngine:
 
 
 class NormalizingEngine:
-    """An engine that does not normalize, given the text in NFC (``bpe.tokenizer_file.hf_normalizer``) for a
-    tokenizer whose file normalizes; bytes that are not UTF-8 go to it as they are (its
+    """An engine that does not normalize, given the text in NFC (``bpe.tokenizer_file.hf_normalizer``)
+    for a tokenizer whose file normalizes; bytes that are not UTF-8 go to it as they are (its
     reference normalizes them itself).
 
     Args:
