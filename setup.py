@@ -2,10 +2,10 @@
 
 from setuptools import Extension, find_packages, setup
 
-# The merge loop in C (bpe/_merges.c). Optional: where it cannot be built the
+# The merge loop in C (bpe/training/_merges.c). Optional: where it cannot be built the
 # install still succeeds and training runs its pure-Python twin, with the same
 # result. Beam workers never run it (training merges on the driver).
-MERGE_LOOP = Extension("bpe._merges", sources=["bpe/_merges.c"], optional=True)
+MERGE_LOOP = Extension("bpe.training._merges", sources=["bpe/training/_merges.c"], optional=True)
 
 setup(
     name="beam-bpe",

@@ -45,7 +45,7 @@ import regex
 
 from benchmarks.bench_train import hf_train
 from benchmarks.corpus import CACHE_DIR, corpus_text
-from bpe.piece_counter import PieceCounter
+from bpe.training.piece_counter import PieceCounter
 from bpe.pretokenize import resolve_pattern
 from transforms.count import CountPreTokenTables
 

@@ -229,7 +229,7 @@ def child_train(n: int, num_merges: int, side: str) -> dict:
     table = read_table(path)
     if side.startswith("beam-bpe"):
         from bpe import trainer
-        from bpe.trainer import train_merges
+        from bpe.training.trainer import train_merges
 
         if side == "beam-bpe pure Python":
             trainer._merges = None

@@ -27,7 +27,7 @@ import tracemalloc
 from benchmarks.corpus import corpus_text, word_counts
 from bpe import trainer
 from bpe.pretokenize import resolve_pattern
-from bpe.trainer import train_merges
+from bpe.training.trainer import train_merges
 
 
 def hf_train(docs: list[str], vocab_size: int, pattern: str = "gpt2", min_frequency: int = 2):

@@ -12,6 +12,6 @@ tokenizer is needed (a Beam worker, a training loop, a notebook).
 from bpe.engines import EngineProof, ProofMismatch
 from bpe.pretokenize import PRESETS, PreTokenizer
 from bpe.tokenizer import Tokenizer, TokenizerFileError
-from bpe.trainer import train
+from bpe.training.trainer import train
 
 __all__ = ["PRESETS", "EngineProof", "PreTokenizer", "ProofMismatch", "Tokenizer", "TokenizerFileError", "train"]

@@ -25,7 +25,7 @@ early (a space and the first byte of a Cyrillic letter, say); where it is
 exact, it saves a merge or two, less than checking costs.
 
 This is the reference encoder: ``Tokenizer.engine`` uses a faster engine where
-one is proven to give these IDs (``bpe/engines.py``) and hands this encoder
+one is proven to give these IDs (``bpe.engines``) and hands this encoder
 what that engine cannot take.
 """
 

@@ -1,6 +1,6 @@
 """Plain, obviously-correct BPE algorithms, written to be read.
 
-These are the definitions the fast code (``bpe/trainer.py``, ``bpe/tokenizer.py``)
+These are the definitions the fast code (``bpe/training/trainer.py``, ``bpe/tokenizer.py``)
 is tested against. They recount every pair after every merge and re-scan every
 word: slow, but each step is visibly what the textbook says.
 

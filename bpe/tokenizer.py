@@ -19,7 +19,7 @@ rest is normalized (NFC, when the file says so); the tokens marked
 ``normalized`` are matched in that; the pre-tokenizer splits what is left.
 Decoding gives the tokens' bytes: it does not undo the normalization.
 
-Files are read local or remote (see ``bpe.tokenizer_file``). ``encode`` runs
+Files are read local or remote (see ``bpe.tokenizer_file.storage``). ``encode`` runs
 through ``engine``, the fastest chain of engines proven to give the reference's
 IDs for this tokenizer (see ``bpe.engines``); ``reference`` is the pure-Python
 reference encoder itself.
@@ -32,16 +32,16 @@ import json
 from types import MappingProxyType
 from typing import Callable, Iterable, Mapping, Sequence
 
-from bpe import engines, tiktoken_file, tokenizer_file
-from bpe.added_tokens import AddedTokenEncoder, split_out
+from bpe import engines, tokenizer_file
 from bpe.decoder import Decoder, StreamDecoder, vocabulary_bytes
 from bpe.encoder import PieceEncoder, RankEncoder
 from bpe.engines import EngineProof
-from bpe.hf_normalizer import nfc
-from bpe.hf_pretokenizer import StepPreTokenizer
 from bpe.presets import ENCODINGS, encoding_preset
 from bpe.pretokenize import PreTokenizer, to_text
-from bpe.tokenizer_file import FILE_NAME, TokenizerFileError, byte_to_char
+from bpe.tokenizer_file import FILE_NAME, TokenizerFileError, byte_to_char, tiktoken_file
+from bpe.tokenizer_file.added_tokens import AddedTokenEncoder, split_out
+from bpe.tokenizer_file.hf_normalizer import nfc
+from bpe.tokenizer_file.hf_pretokenizer import StepPreTokenizer
 
 __all__ = ["FILE_NAME", "Tokenizer", "TokenizerFileError", "byte_to_char", "check_special_tokens"]
 
@@ -91,8 +91,8 @@ class Tokenizer:
         in any text, as HF does.
       bos_token, eos_token: the special tokens that begin and end a document where the
         tokenizer declares them (``eos_token`` of ours is the first special token).
-      normalizer: ``"NFC"`` when the tokenizer normalizes text to NFC (``bpe.hf_normalizer``)
-        before pre-tokenization, else None.
+      normalizer: ``"NFC"`` when the tokenizer normalizes text to NFC
+        (``bpe.tokenizer_file.hf_normalizer``) before pre-tokenization, else None.
       vocab_size: the largest ID + 1 (IDs may have gaps: cl100k has no 100256).
     """
 
@@ -235,17 +235,42 @@ class Tokenizer:
 
     @property
     def bos_id(self) -> int:
-        """The ID of ``bos_token``; ValueError if the tokenizer declares none."""
+        """The ID of ``bos_token`` (a Hugging Face post-processor's).
+
+        Raises:
+          ValueError: the tokenizer declares none.
+        """
         if self.bos_token is None:
-            raise ValueError("the tokenizer declares no BOS token")
+            raise ValueError("the tokenizer declares no BOS token (only a Hugging Face post-processor declares one)")
         return self.special_tokens[self.bos_token]
 
     @property
     def eos_id(self) -> int:
-        """The ID of ``eos_token``; ValueError if the tokenizer declares none."""
-        if self.eos_token is None:
-            raise ValueError("the tokenizer declares no EOS token")
-        return self.special_tokens[self.eos_token]
+        """The ID of ``eos_token``: ``eos_token_id()``."""
+        return self.eos_token_id()
+
+    def eos_token_id(self, name: str | None = None) -> int:
+        """The ID of the EOS token ``name``, by default the one the tokenizer declares
+        (``eos_token``; for ours the first special token).
+
+        Raises:
+          ValueError: the tokenizer has no such special token, or declares none and none is named.
+        """
+        if name is None:
+            if not self.special_tokens:
+                raise ValueError("the tokenizer has no special tokens, so there is no EOS token to append")
+            if self.eos_token is None:
+                raise ValueError(
+                    "the tokenizer declares no EOS token: name one of its special tokens with --eos-token "
+                    f"({', '.join(sorted(self.special_tokens)[:8])})"
+                )
+            name = self.eos_token
+        if name not in self.special_tokens:
+            raise ValueError(
+                f"EOS token {name!r} is not a special token of the tokenizer "
+                f"(it has {sorted(self.special_tokens) or 'none'})"
+            )
+        return self.special_tokens[name]
 
     def encode_batch(self, texts: Iterable[str | bytes], fast: bool = True) -> list[list[int]]:
         """Encodes many texts (str or any bytes) as ordinary text: ``[encode(t) for t in texts]``.
@@ -348,7 +373,7 @@ class Tokenizer:
         """Writes ``tokenizer.json`` into a directory (or to a path ending in .json); returns the file's path.
 
         ``path``: local, ``file://``, or a URL smart_open opens (``s3://``,
-        ``gs://``); ``transport_params`` go to smart_open (see ``bpe.tokenizer_file``).
+        ``gs://``); ``transport_params`` go to smart_open (see ``bpe.tokenizer_file.storage``).
         A reader never sees half a file.
         """
         return tokenizer_file.write(path, self.to_json(), transport_params)
@@ -360,7 +385,7 @@ class Tokenizer:
         a directory holding one, or a tiktoken rank file; ``.sha256`` is the file's.
 
         ``path``: local, ``file://``, or a URL smart_open opens (``s3://``,
-        ``gs://``); ``transport_params`` go to smart_open (see ``bpe.tokenizer_file``).
+        ``gs://``); ``transport_params`` go to smart_open (see ``bpe.tokenizer_file.storage``).
         A rank file holds no pattern and no special tokens: give ``preset``
         (``cl100k_base``, ``o200k_base``, ``r50k_base``/``gpt2``; see ``bpe.presets``)
         and/or ``pattern`` (a preset name or a regex) and ``special_tokens`` (text -> ID),

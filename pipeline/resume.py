@@ -26,7 +26,7 @@ import threading
 
 from apache_beam.io.filesystems import FileSystems
 
-from bpe.trainer import check_merges
+from bpe.training.trainer import check_merges
 from pipeline import outputs
 from pipeline.errors import UserError
 from pipeline.train_stats import COUNTED, TrainStats

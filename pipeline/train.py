@@ -30,7 +30,7 @@ from apache_beam.io.filesystems import FileSystems
 
 import bpe
 from bpe.pretokenize import compile_pattern
-from bpe.trainer import MAX_TOKEN_ID
+from bpe.training.trainer import MAX_TOKEN_ID
 from pipeline import outputs, progress, runtime
 from pipeline.config import Setting, default_help, resolve
 from pipeline.errors import UserError

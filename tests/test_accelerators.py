@@ -401,7 +401,7 @@ def test_gigatoken_takes_rank_files_and_heads_their_chain(gigatoken_adapter, ran
 
 def test_other_accelerators_refuse_rank_files(rank_file):
     for name in ("fastokens", "splintr"):
-        engine, reason = bpe.engines._build_accelerator(rank_file, name, proven=False)
+        engine, reason = bpe.engines.choice._build_accelerator(rank_file, name, proven=False)
         assert engine is None and "only gigatoken is proven for tiktoken rank files" in reason
 
 

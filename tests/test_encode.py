@@ -19,6 +19,7 @@ from tests.support.cli import IN_MEMORY
 from tests.support.real_text import multilingual
 from tests.support.toy_tokenizers import train_small
 from bpe import engines
+from bpe.engines import rank_proof
 from bpe.engines import EngineProof, ProofMismatch, PythonEngine, TiktokenEngine
 from transforms import metrics
 from transforms.decode import DecodeShards
@@ -67,8 +68,8 @@ def tiktoken_only(monkeypatch):
 def count_proofs(monkeypatch) -> list:
     """Records every run of the O(vocabulary) proof from now on."""
     calls = []
-    proof = engines._rank_mismatch
-    monkeypatch.setattr(engines, "_rank_mismatch", lambda t: calls.append(t) or proof(t))
+    proof = rank_proof.rank_mismatch
+    monkeypatch.setattr(rank_proof, "rank_mismatch", lambda t: calls.append(t) or proof(t))
     return calls
 
 
@@ -171,7 +172,7 @@ def test_tiktoken_engine_is_chosen_for_trained_tokenizer_and_matches(tokenizer_d
 def test_tiktoken_engine_for_a_tokenizer_without_special_tokens(texts, tiktoken_only):
     # tiktoken gets a placeholder special token (its buffer call is slow without
     # any); it is never allowed, so its text is ordinary and its ID never appears.
-    from bpe.engines import _UNUSED_SPECIAL
+    from bpe.engines.tiktoken_check import _UNUSED_SPECIAL
 
     tok = train_small(texts, special_tokens=())
     engine = tok.engine

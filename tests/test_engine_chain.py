@@ -21,6 +21,7 @@ import pytest
 
 import bpe
 from bpe import engines
+from bpe.engines import rank_proof
 from bpe.accelerators import ADAPTERS
 from tests.support.real_text import multilingual
 
@@ -135,9 +136,8 @@ def test_workers_rebuild_the_chain_from_the_proof_without_the_vocabulary_proofs(
     proof = driver.prove()
     assert len(pickle.dumps(proof)) < 1000
     calls = []
-    for module, name in [(engines, "_rank_mismatch"), (importlib.import_module("bpe.accelerators.splintr"), "rank_mismatch")]:
-        original = getattr(module, name)
-        monkeypatch.setattr(module, name, lambda t, original=original: calls.append(t) or original(t))
+    original = rank_proof.rank_mismatch
+    monkeypatch.setattr(rank_proof, "rank_mismatch", lambda t: calls.append(t) or original(t))
     worker = fresh()
     engine = worker.use_proof(pickle.loads(pickle.dumps(proof)))
     assert calls == [] and engine.name == proof.engine and engine.proof == proof
@@ -152,9 +152,8 @@ def test_a_splintr_chain_is_rebuilt_without_its_rank_proof(monkeypatch):
     monkeypatch.setenv(engines.ENGINES_VARIABLE, "splintr,tiktoken")
     proof = fresh().prove()
     assert proof.engine == "splintr", proof.reason
-    splintr = importlib.import_module("bpe.accelerators.splintr")
     calls = []
-    monkeypatch.setattr(splintr, "rank_mismatch", lambda t: calls.append(t))
+    monkeypatch.setattr(rank_proof, "rank_mismatch", lambda t: calls.append(t))
     worker = fresh()
     assert worker.use_proof(proof).name == "splintr" and calls == []
     assert_reference_ids(worker)
@@ -165,7 +164,7 @@ def test_a_worker_without_the_accelerator_continues_with_the_next_engine(monkeyp
         pytest.skip("the accelerators are switched off")
     proof = fresh().prove()
     gigatoken = importlib.import_module("bpe.accelerators.gigatoken")
-    monkeypatch.setattr(gigatoken, "untested_version", lambda *_: "gigatoken is not installed")
+    monkeypatch.setattr(gigatoken, "preset_spelling", lambda *_: (None, "gigatoken is not installed"))
     worker = fresh()
     engine = worker.use_proof(proof)
     assert engine.name == "tiktoken" and engine.proof.engines == ("tiktoken", "python")

@@ -311,7 +311,7 @@ def test_any_rank_file_with_a_given_pattern_and_special_tokens(ours, theirs, tmp
     pattern, as r50k-style files are): the same IDs as tiktoken with those ranks."""
     import tiktoken
 
-    from bpe import tiktoken_file
+    from bpe.tokenizer_file import tiktoken_file
 
     ranks = {ours.token_bytes(i): i for i in range(5000)}
     path = tmp_path / "small.tiktoken"

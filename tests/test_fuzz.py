@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 import bpe
 from bpe import reference
 from bpe.encoder import PieceEncoder
-from bpe.trainer import train_merges
+from bpe.training.trainer import train_merges
 from tests.support.real_text import multilingual
 from tests.support.toy_tokenizers import untrained_merges
 

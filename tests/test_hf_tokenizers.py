@@ -444,7 +444,7 @@ def test_nfc_special_and_added_tokens_are_matched_as_hugging_face_does(nfc_saved
                                                          0x212b, 0x2126, 0xfb01, 0x338, 0x3c, 0x3d)]
 ), max_size=40))
 def test_nfc_is_hugging_faces_nfc_on_fuzzed_marks(text):
-    from bpe.hf_normalizer import nfc
+    from bpe.tokenizer_file.hf_normalizer import nfc
 
     assert nfc(text) == tokenizers.normalizers.NFC().normalize_str(text)
 
@@ -455,7 +455,7 @@ def test_the_unicode_9_table_is_what_hugging_face_normalizes():
     ``bpe.hf_normalizer`` cuts at, which ``tokenizers`` leaves alone."""
     import unicodedata
 
-    from bpe import hf_normalizer
+    from bpe.tokenizer_file import hf_normalizer
 
     hf = tokenizers.normalizers.NFC()
     probes = "\u0301\u0316\u05b0\u0345\u1dce\u0334\u093c\u094d\u0f71\u0321\u031b\u035c\u035d\u0327"

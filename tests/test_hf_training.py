@@ -6,9 +6,10 @@ from collections import Counter
 import pytest
 
 import bpe
-from bpe import reference, trainer
+from bpe import reference
 from bpe.pretokenize import PreTokenizer
-from bpe.trainer import train_merges
+from bpe.training import trainer
+from bpe.training.trainer import train_merges
 from tests.support.real_text import multilingual
 
 tokenizers = pytest.importorskip("tokenizers")

@@ -12,16 +12,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpe import merge_loop, reference, trainer
+from bpe import reference
+from bpe.training import merge_loop, trainer
 from bpe.reference import TIE_BREAKS
-from bpe.trainer import train_merges
+from bpe.training.trainer import train_merges
 
 
 def test_the_compiled_loop_is_built():
     # pip install -e . builds it; without it training still works, only slower.
     if os.environ.get("BEAM_BPE_PURE_PYTHON") == "1":
         pytest.skip("BEAM_BPE_PURE_PYTHON=1 switches the C loop off")
-    assert trainer._merges is not None, "bpe/_merges.c was not built: run pip install -e ."
+    assert trainer._merges is not None, "bpe/training/_merges.c was not built: run pip install -e ."
 
 
 @contextlib.contextmanager
@@ -165,10 +166,10 @@ def test_checkpoints_and_interrupts_are_the_same_with_either_loop(real_table):
 FALLBACK = """
 import json, sys
 {setup}
-import bpe, bpe.trainer
+import bpe, bpe.training.trainer
 table = {{b"low": 5, b"lower": 2, "newest": 6, "widest": 3, b"\\xff\\xfe": 4}}
 tok = bpe.train(table, 256 + 12, special_tokens=["<s>"], progress=False)
-print(json.dumps([bpe.trainer._merges is None, tok.to_json()]))
+print(json.dumps([bpe.training.trainer._merges is None, tok.to_json()]))
 """
 
 
@@ -176,7 +177,7 @@ print(json.dumps([bpe.trainer._merges is None, tok.to_json()]))
     "env, setup",
     [
         ({"BEAM_BPE_PURE_PYTHON": "1"}, ""),
-        ({}, "sys.modules['bpe._merges'] = None  # as if the build had failed"),
+        ({}, "sys.modules['bpe.training._merges'] = None  # as if the build had failed"),
     ],
 )
 def test_a_missing_compiled_loop_falls_back_silently(env, setup):
@@ -199,7 +200,7 @@ def test_a_missing_compiled_loop_falls_back_silently(env, setup):
 
 INTERRUPTED = """
 import json, random, sys
-from bpe.trainer import train_merges
+from bpe.training.trainer import train_merges
 rng = random.Random(11)
 letters = b"etaoinshrdlucmfwypvbgkqjxz"
 weights = [1 / (i + 1) for i in range(len(letters))]

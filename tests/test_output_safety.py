@@ -7,7 +7,6 @@ command's output, or an input is refused before anything is touched. The lock
 """
 
 import json
-import os
 import pathlib
 import socket
 import subprocess

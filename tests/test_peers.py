@@ -126,13 +126,13 @@ def test_tokenizer_pickles_after_encode_batch(trained):
 
 
 def test_tiktoken_proof_runs_once_per_tokenizer(trained, monkeypatch):
-    from bpe import engines
+    from bpe.engines import rank_proof
 
     tok, path = trained
     tok = bpe.Tokenizer.load(path)
     calls = []
-    proof = engines._rank_mismatch
-    monkeypatch.setattr(engines, "_rank_mismatch", lambda t: calls.append(t) or proof(t))
+    proof = rank_proof.rank_mismatch
+    monkeypatch.setattr(rank_proof, "rank_mismatch", lambda t: calls.append(t) or proof(t))
     for _ in range(3):
         tok.encode_batch(["hello world", "again"])
     assert len(calls) == 1

@@ -17,10 +17,10 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpe import gigatoken_counts, piece_counter
+from bpe.training import gigatoken_counts, piece_counter
 from bpe.accelerators.unicode_guard import GIGATOKEN_GAPS, parse_ranges
-from bpe.gigatoken_counts import GigatokenCounts, _without_notices
-from bpe.piece_counter import PieceCounter, choose_engine
+from bpe.training.gigatoken_counts import GigatokenCounts, _without_notices
+from bpe.training.piece_counter import PieceCounter, choose_engine
 from bpe.pretokenize import PRESETS, PreTokenizer
 from tests.support.real_text import multilingual
 from tests.support.toy_tokenizers import plain_count

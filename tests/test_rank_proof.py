@@ -1,5 +1,5 @@
 """The proof that tiktoken's rule (rank of the joined bytes) gives our IDs for a vocabulary
-(``bpe.engines._rank_mismatch``), against brute force on arbitrary merge lists: where it
+(``bpe.engines.rank_proof.rank_mismatch``), against brute force on arbitrary merge lists: where it
 passes, tiktoken's own encoder equals the reference on every piece tried; its spine test
 says exactly which tokens replay to themselves; and no foreign pair survives it."""
 
@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpe
-from bpe import engines, reference
+from bpe import reference
+from bpe.engines import rank_proof
 from bpe.decoder import vocabulary_bytes
 from tests.support.toy_tokenizers import untrained_merges
 
@@ -25,7 +26,7 @@ merge_lists = st.builds(
 @given(merges=merge_lists, data=st.data())
 def test_where_the_proof_passes_tiktoken_gives_the_references_ids(merges, data):
     tok = bpe.Tokenizer(merges)
-    if engines._rank_mismatch(tok) is not None:
+    if rank_proof.rank_mismatch(tok) is not None:
         return
     token_bytes = vocabulary_bytes(merges)
     ranks = {b: i for i, b in enumerate(token_bytes)}
@@ -45,8 +46,8 @@ def test_the_spine_test_finds_exactly_the_tokens_that_do_not_replay_to_themselve
 
     token_bytes = vocabulary_bytes(merges)
     replays = [reference.encode_bytes(token_bytes[256 + r], merges) == [256 + r] for r in range(len(merges))]
-    table = engines._MergeTable(merges)
-    crossed = engines._crossings(table, table.left, table.right, limit=np.arange(len(merges)))
+    table = rank_proof._MergeTable(merges)
+    crossed = rank_proof._crossings(table, table.left, table.right, limit=np.arange(len(merges)))
     for r, (left, right) in enumerate(merges):
         if all(replays[part - 256] for part in (left, right) if part >= 256):
             assert bool(crossed[r]) != replays[r], (r, merges)
@@ -59,7 +60,7 @@ def test_when_every_token_replays_to_itself_no_foreign_pair_can_meet(merges):
     merge is split by a merge across its cut (the window test, run on the foreign pairs)."""
     import numpy as np
 
-    if engines._rank_mismatch(bpe.Tokenizer(merges)) is not None:
+    if rank_proof.rank_mismatch(bpe.Tokenizer(merges)) is not None:
         return
     token_bytes = vocabulary_bytes(merges)
     ids = {b: i for i, b in enumerate(token_bytes)}
@@ -68,12 +69,12 @@ def test_when_every_token_replays_to_itself_no_foreign_pair_can_meet(merges):
     if not foreign:
         return
     lefts, rights = (np.array(column) for column in zip(*foreign))
-    table = engines._MergeTable(merges)
-    assert engines._crossings(table, lefts, rights, limit=np.full(len(foreign), len(merges))).all()
+    table = rank_proof._MergeTable(merges)
+    assert rank_proof._crossings(table, lefts, rights, limit=np.full(len(foreign), len(merges))).all()
 
 
 def test_the_proof_names_the_token_that_would_differ():
     tok = bpe.Tokenizer([(98, 99), (97, 98), (257, 99)])  # "abc": ours [97, 256], tiktoken [258]
-    assert engines._rank_mismatch(tok).startswith("token 258's own bytes do not encode to it")
-    assert engines._rank_mismatch(bpe.Tokenizer([(97, 98), (256, 99), (97, 98)])) == "tokens 256 and 258 have the same bytes"
-    assert engines._rank_mismatch(bpe.Tokenizer([])) is None
+    assert rank_proof.rank_mismatch(tok).startswith("token 258's own bytes do not encode to it")
+    assert rank_proof.rank_mismatch(bpe.Tokenizer([(97, 98), (256, 99), (97, 98)])) == "tokens 256 and 258 have the same bytes"
+    assert rank_proof.rank_mismatch(bpe.Tokenizer([])) is None

@@ -231,7 +231,7 @@ def test_damaged_checkpoint_is_refused_with_one_line(table, stopped, damage, cap
 @pytest.fixture
 def corpus(tmp_path) -> str:
     path = tmp_path / "corpus.txt"
-    with open(os.path.join(ROOT, "bpe", "trainer.py"), "rb") as f:
+    with open(os.path.join(ROOT, "bpe", "training", "trainer.py"), "rb") as f:
         path.write_bytes(f.read())
     return str(path)
 

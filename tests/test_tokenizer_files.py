@@ -268,7 +268,7 @@ def test_dev_zero_is_one_clear_line():
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
 def test_a_stream_without_a_size_stops_at_the_cap(tmp_path, monkeypatch):
-    monkeypatch.setattr(tokenizer_file, "MAX_FILE_BYTES", 1000)
+    monkeypatch.setattr(tokenizer_file.storage, "MAX_FILE_BYTES", 1000)
     fifo = str(tmp_path / "pipe.json")
     os.mkfifo(fifo)
 

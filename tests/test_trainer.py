@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpe import reference
-from bpe.trainer import train, train_merges
+from bpe.training.trainer import train, train_merges
 
 
 def spelled(merges):

@@ -32,7 +32,7 @@ from typing import Iterable
 
 import apache_beam as beam
 
-from bpe.piece_counter import PieceCounter, choose_engine
+from bpe.training.piece_counter import PieceCounter, choose_engine
 from bpe.pretokenize import compile_pattern
 from transforms import metrics
 

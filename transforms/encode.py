@@ -25,46 +25,11 @@ import numpy as np
 
 from bpe import engines
 from bpe.engines import EngineProof, ProofMismatch
-from bpe.tokenizer import Tokenizer
 from transforms import metrics
 from transforms.shards import TokenRow, token_typecode
 from transforms.tokenizer_loading import load_tokenizer
 
 __all__ = ["EncodeDocuments", "VerificationError", "verified", "check_against_reference", "row_tokens"]
-
-
-def eos_token_id(tokenizer: Tokenizer, eos_token: str | None) -> int:
-    """The ID of the EOS token (default: the one the tokenizer declares; for ours the first special token).
-
-    Raises:
-      ValueError: the tokenizer has no such special token, or declares none and none is named.
-    """
-    if eos_token is None:
-        if not tokenizer.special_tokens:
-            raise ValueError("the tokenizer has no special tokens, so there is no EOS token to append")
-        if tokenizer.eos_token is None:
-            raise ValueError(
-                "the tokenizer declares no EOS token: name one of its special tokens with --eos-token "
-                f"({', '.join(sorted(tokenizer.special_tokens)[:8])})"
-            )
-        eos_token = tokenizer.eos_token
-    if eos_token not in tokenizer.special_tokens:
-        raise ValueError(
-            f"EOS token {eos_token!r} is not a special token of the tokenizer "
-            f"(it has {sorted(tokenizer.special_tokens) or 'none'})"
-        )
-    return tokenizer.special_tokens[eos_token]
-
-
-def bos_token_id(tokenizer: Tokenizer) -> int:
-    """The ID of the BOS token the tokenizer declares (a Hugging Face post-processor's).
-
-    Raises:
-      ValueError: it declares none.
-    """
-    if tokenizer.bos_token is None:
-        raise ValueError("the tokenizer declares no BOS token (only a Hugging Face post-processor declares one)")
-    return tokenizer.special_tokens[tokenizer.bos_token]
 
 
 class VerificationError(RuntimeError):
@@ -155,8 +120,8 @@ class _EncodeBatchFn(beam.DoFn):
                 f"tokenizer {self._tokenizer_path} changed while the job ran: SHA-256 is "
                 f"{tokenizer.sha256}, the job was started with {self._proof.tokenizer_sha256}"
             ) from None
-        self._eos = [eos_token_id(tokenizer, self._eos_token)] if self._append_eos else []
-        self._bos = [bos_token_id(tokenizer)] if self._prepend_bos else []
+        self._eos = [tokenizer.eos_token_id(self._eos_token)] if self._append_eos else []
+        self._bos = [tokenizer.bos_id] if self._prepend_bos else []
         self._reference = tokenizer.reference
         self._typecode = token_typecode(tokenizer.vocab_size)
         logging.info("beam-bpe encode: engine %s", self._engine.reason)

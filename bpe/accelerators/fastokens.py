@@ -2,7 +2,7 @@ r"""fastokens (PyPI ``fastokens``, Apache-2.0): a Rust ``tokenizer.json`` encode
 with a PCRE2 (JIT) pre-tokenizer.
 
 Merge semantics: Hugging Face BPE, by the rank of the pair in the merge list,
-which is our own (``bpe.accelerators.pair_file``); no proof is needed.
+which is our own (``bpe.accelerators.vocabulary_files``); no proof is needed.
 
 Pre-tokenization: PCRE2 runs our regex itself. The file holds the spelling of
 the pattern that Oniguruma, PCRE2 and ``regex`` read alike
@@ -22,38 +22,35 @@ from __future__ import annotations
 
 from array import array
 
-from bpe.accelerators.pair_file import pair_rank_json
-from bpe.accelerators.proof import sample_mismatch, untested_version
-from bpe.accelerators.unicode_guard import PCRE2_GAPS, CodePointGuard
+from bpe.accelerators.native_engine import NativeEngine
+from bpe.accelerators.proof import checked, preset_spelling
+from bpe.accelerators.unicode_guard import PCRE2_GAPS
+from bpe.accelerators.vocabulary_files import pair_rank_json
 from bpe.pretokenize import PRESETS, onig_compatible
 
 NAME = "fastokens"
 TESTED_VERSIONS = ("0.3.5",)
 
+# Our preset -> the spelling of it that PCRE2 reads as the same regex.
+_ONIG_SPELLING = {pattern: onig_compatible(pattern) for pattern in PRESETS.values()}
 
-class FastokensEngine:
-    """fastokens' encoder for one vocabulary. Pickles as its ``tokenizer.json``
-    text and loads it again where it is unpickled.
+
+class FastokensEngine(NativeEngine):
+    """fastokens' encoder for one vocabulary, declining texts with a code point PCRE2
+    classes differently (``PCRE2_GAPS``). Pickles as its ``tokenizer.json`` text.
 
     Args:
       tokenizer_json: the file built by ``pair_rank_json``.
     """
 
-    def __init__(self, tokenizer_json: str):
+    GAPS = PCRE2_GAPS
+
+    def _load(self, tokenizer_json: str):
         from fastokens import Tokenizer
 
-        self.tokenizer_json = tokenizer_json
-        self._backend = Tokenizer.from_json_str(tokenizer_json)
-        self.guard = CodePointGuard(PCRE2_GAPS)
+        return Tokenizer.from_json_str(tokenizer_json)
 
-    def __reduce__(self):
-        return FastokensEngine, (self.tokenizer_json,)
-
-    def encode(self, text: str) -> array | None:
-        """The IDs of valid text as an ``array("I")``; None for a text holding a
-        code point PCRE2 classes differently (``PCRE2_GAPS``)."""
-        if self.guard.rejects(text):
-            return None
+    def _encode(self, text: str) -> array:
         ids = array("I")
         ids.frombytes(self._backend.encode_batch_flat([text])[0])
         return ids
@@ -61,19 +58,12 @@ class FastokensEngine:
 
 def build(tokenizer, proven: bool = False) -> tuple[FastokensEngine | None, str]:
     """(fastokens' engine for ``tokenizer``, why) or (None, why not). ``proven`` changes nothing: no proof is needed."""
-    unusable = untested_version("fastokens", TESTED_VERSIONS)
-    if unusable:
-        return None, unusable
-    if tokenizer.pattern not in PRESETS.values():
-        return None, "custom pattern: PCRE2 is shown to split like regex only for the presets"
-    data = pair_rank_json(tokenizer, onig_compatible(tokenizer.pattern))
+    regex, why = preset_spelling(tokenizer, "fastokens", TESTED_VERSIONS, _ONIG_SPELLING,
+                                 "custom pattern: PCRE2 is shown to split like regex only for the presets")
+    if regex is None:
+        return None, why
+    data = pair_rank_json(tokenizer, regex)
     if data is None:
         return None, "two tokens have the same bytes; a tokenizer.json vocabulary cannot hold both"
-    try:
-        engine = FastokensEngine(data)
-    except Exception as e:  # whatever the native loader rejects means: not this engine
-        return None, f"fastokens rejected the vocabulary: {e}"
-    mismatch = sample_mismatch(tokenizer, engine, NAME)
-    if mismatch:
-        return None, mismatch
-    return engine, "fastokens: pair-rank merges as ours, PCRE2 running our preset regex (tested)"
+    return checked(tokenizer, NAME, lambda: FastokensEngine(data),
+                   "fastokens: pair-rank merges as ours, PCRE2 running our preset regex (tested)")

@@ -3,7 +3,7 @@
 Merge semantics: loaded from a ``tokenizer.json``, gigatoken merges by the rank
 of the pair in the merge list, using the merged token's ID as that rank. Our
 merge i creates ID 256 + i, so the ranks are exactly ours and no proof is
-needed (``bpe.accelerators.pair_file``).
+needed (``bpe.accelerators.vocabulary_files``).
 
 Pre-tokenization: gigatoken has no regex engine. It runs hand-written
 pre-tokenizers for a fixed set of schemes and recognises each by the exact
@@ -27,9 +27,10 @@ file's contents, in memory.
 
 from __future__ import annotations
 
-from bpe.accelerators.pair_file import pair_rank_json
-from bpe.accelerators.proof import sample_mismatch, untested_version
-from bpe.accelerators.unicode_guard import GIGATOKEN_GAPS, TIKTOKEN_GAPS, CodePointGuard
+from bpe.accelerators.native_engine import NativeEngine
+from bpe.accelerators.proof import checked, preset_spelling
+from bpe.accelerators.unicode_guard import GIGATOKEN_GAPS, TIKTOKEN_GAPS
+from bpe.accelerators.vocabulary_files import pair_rank_json, rank_file
 from bpe.pretokenize import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 
 NAME = "gigatoken"
@@ -51,31 +52,24 @@ _SCHEME_REGEX = {
 _SCHEME_NAME = {GPT2_PATTERN: "gpt2", CL100K_PATTERN: "gpt4", O200K_PATTERN: "o200k"}
 
 
-class GigatokenEngine:
-    """gigatoken's encoder for one vocabulary. Pickles as its ``tokenizer.json``
-    text and loads it again where it is unpickled.
+class GigatokenEngine(NativeEngine):
+    """gigatoken's encoder for one vocabulary, declining texts with a code point its
+    Unicode tables lack (``GIGATOKEN_GAPS``). Pickles as its ``tokenizer.json`` text.
 
     Args:
       tokenizer_json: the file built by ``pair_rank_json``.
     """
 
-    def __init__(self, tokenizer_json: str):
+    GAPS = GIGATOKEN_GAPS
+
+    def _load(self, tokenizer_json: str):
         from gigatoken.gigatoken_rs import load_hf_json
 
-        self.tokenizer_json = tokenizer_json
-        self._backend = load_hf_json(tokenizer_json)
-        self.guard = CodePointGuard(GIGATOKEN_GAPS)
+        return load_hf_json(tokenizer_json)
 
-    def __reduce__(self):
-        return GigatokenEngine, (self.tokenizer_json,)
-
-    def encode(self, text: str):
-        """The IDs of valid text as a numpy uint32 array; None for a text holding
-        a code point gigatoken's Unicode tables lack (``GIGATOKEN_GAPS``)."""
-        if self.guard.rejects(text):
-            return None
+    def _encode(self, text: str):
         # Its own UTF-8 bytes: gigatoken reads them faster than a str (a lone
-        # surrogate raises here).
+        # surrogate raises here); the IDs come back as a numpy uint32 array.
         return self._backend.encode(text.encode("utf-8"))
 
     def encode_utf8(self, data: bytes, text: str | None):
@@ -87,50 +81,37 @@ class GigatokenEngine:
 
 class GigatokenRankEngine(GigatokenEngine):
     """gigatoken's encoder for a tiktoken rank file. Pickles as the rank file's
-    text and its scheme, and loads them again where it is unpickled.
+    text and its scheme.
 
     Args:
       rank_file: the file's contents (base64 token, rank per line).
       scheme: gigatoken's name of the pre-tokenizer (``_SCHEME_NAME``).
     """
 
-    def __init__(self, rank_file: bytes, scheme: str):
+    # The file's IDs are tiktoken's: declined too are the texts where tiktoken's
+    # Unicode tables differ from ours (and so, gigatoken's being ours, from gigatoken's).
+    GAPS = f"{GIGATOKEN_GAPS} {TIKTOKEN_GAPS}"
+
+    def _load(self, rank_file: bytes, scheme: str):
         import tempfile
 
         from gigatoken.gigatoken_rs import BPETokenizer
 
-        self.rank_file, self.scheme = rank_file, scheme
         # Its loader reads a path; no special tokens, so their strings stay ordinary text.
         with tempfile.NamedTemporaryFile(suffix=".tiktoken") as f:
             f.write(rank_file)
             f.flush()
-            self._backend = BPETokenizer.from_tiktoken(f.name, scheme, {})
-        # The file's IDs are tiktoken's: declined too are the texts where tiktoken's
-        # Unicode tables differ from ours (and so, gigatoken's being ours, from gigatoken's).
-        self.guard = CodePointGuard(f"{GIGATOKEN_GAPS} {TIKTOKEN_GAPS}")
-
-    def __reduce__(self):
-        return GigatokenRankEngine, (self.rank_file, self.scheme)
-
-
-def _rank_file(tokenizer) -> bytes:
-    """The tokenizer's ordinary tokens as a tiktoken rank file (base64 token, rank per line)."""
-    import base64
-
-    lines = [base64.b64encode(tokenizer.token_bytes(i)) + b" %d" % i for i in tokenizer.ordinary_ids()]
-    return b"\n".join(lines) + b"\n"
+            return BPETokenizer.from_tiktoken(f.name, scheme, {})
 
 
 def build(tokenizer, proven: bool = False) -> tuple[GigatokenEngine | None, str]:
     """(gigatoken's engine for ``tokenizer``, why) or (None, why not). ``proven`` changes nothing: no proof is needed."""
-    unusable = untested_version("gigatoken", TESTED_VERSIONS)
-    if unusable:
-        return None, unusable
-    regex = _SCHEME_REGEX.get(tokenizer.pattern)
+    regex, why = preset_spelling(tokenizer, "gigatoken", TESTED_VERSIONS, _SCHEME_REGEX,
+                                 "gigatoken runs only its built-in pre-tokenizers, not a custom pattern")
     if regex is None:
-        return None, "gigatoken runs only its built-in pre-tokenizers, not a custom pattern"
+        return None, why
     if tokenizer.kind == "tiktoken":
-        make, semantics = (lambda: GigatokenRankEngine(_rank_file(tokenizer), _SCHEME_NAME[tokenizer.pattern]),
+        make, semantics = (lambda: GigatokenRankEngine(rank_file(tokenizer), _SCHEME_NAME[tokenizer.pattern]),
                            "rank-of-bytes merges as the rank file's")
     elif tokenizer.kind == "beam-bpe":
         data = pair_rank_json(tokenizer, regex)
@@ -139,11 +120,4 @@ def build(tokenizer, proven: bool = False) -> tuple[GigatokenEngine | None, str]
         make, semantics = (lambda: GigatokenEngine(data)), "pair-rank merges as ours"
     else:
         return None, f"gigatoken is proven for beam-bpe tokenizers and tiktoken rank files, not {tokenizer.kind} files"
-    try:
-        engine = make()
-    except Exception as e:  # whatever the native loader rejects means: not this engine
-        return None, f"gigatoken rejected the vocabulary: {e}"
-    mismatch = sample_mismatch(tokenizer, engine, NAME)
-    if mismatch:
-        return None, mismatch
-    return engine, f"gigatoken: {semantics}, its pre-tokenizer for the preset (tested)"
+    return checked(tokenizer, NAME, make, f"gigatoken: {semantics}, its pre-tokenizer for the preset (tested)")

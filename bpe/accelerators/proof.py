@@ -5,36 +5,29 @@
    between releases of both, and only the tested pair is known to split alike
    (the Unicode guards list the code points where they differ).
 2. For engines that merge by the rank of the concatenated bytes (tiktoken's
-   semantics), ``rank_mismatch`` finds nothing for this vocabulary.
-3. Sample texts that exercise every branch of the preset patterns encode to
+   semantics), ``bpe.engines.rank_proof.rank_mismatch`` finds nothing for this
+   vocabulary (the adapter runs it).
+3. The lines of the verification sample (``bpe.engines.sample``) encode to
    the same IDs both ways (a last guard, cheap at build time); a line the
    engine declines (see ``unicode_guard``) is skipped.
+
+``preset_spelling`` runs the first check and finds the engine's spelling of
+the tokenizer's preset pattern (only the presets are tested); ``checked`` runs
+the last check on a freshly built engine and gives the adapter's answer: the
+engine and why it qualifies, or None and why not.
 """
 
 from __future__ import annotations
 
 from importlib import metadata
+from typing import Callable, Mapping
+
+from bpe.engines.sample import SAMPLE_LINES
+
+__all__ = ["REGEX_VERSIONS", "checked", "preset_spelling", "sample_mismatch", "untested_version"]
 
 # The ``regex`` releases whose Unicode tables the engines' guards were measured against.
 REGEX_VERSIONS = ("2026.11.19",)
-
-# Every branch of the preset patterns and where regex engines disagree most:
-# Unicode whitespace and categories, digits of other scripts, contractions in
-# both cases, CR/LF runs, trailing spaces, special-token strings as text.
-SAMPLE_LINES = (
-    "Hello, world! It's 2024; we'll see—they're OK'd. I'M HERE'S 'LL 'VE 'RE 'D 'T.\n",
-    "  leading and   multiple   spaces \t\ttabs\r\n\r\nCRLF\n\n\n  \n trailing   ",
-    "numbers 1 12 123 1234 12345 3.14159 1,000,000 ١٢٣٤٥ １２３４ ⅫⅣ ²³ ½\n",
-    "Ünïcödé façade naïve coöperate Straße ΑΒΓ αβγ Кириллица עברית العربية हिन्दी ไทย\n",
-    "漢字かなカナ한국어 中文没有空格的句子很长很长 😀👍🏽👨‍👩‍👧 e\u0301 a\u0308 \u200d\u200b\ufeff\n",
-    "".join(chr(c) for c in range(0x00, 0x80)),
-    "\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a",
-    "\u2028\u2029\u202f\u205f\u3000 x\x1c\x1d\x1e\x1fy \u00ad\u034f\n",
-    "a\u180eb \u180e\n",
-    "def f(x):\n    return {'a': [1, 2]}  # comment\n\tif x <= 0: pass\n",
-    "<|endoftext|> <s></s> [CLS] @@ ## $$ %% ^^ && ** (( )) __ ++ == ~~ `` || \\\\ // ?? !! ...\n",
-    "a/b/c\n/\r\n x/\n ",
-)
 
 
 def untested_version(distribution: str, tested: tuple[str, ...]) -> str | None:
@@ -51,12 +44,18 @@ def untested_version(distribution: str, tested: tuple[str, ...]) -> str | None:
     return None
 
 
-def rank_mismatch(tokenizer) -> str | None:
-    """Why tiktoken-style rank merges could give other IDs than ours for this
-    vocabulary, or None (the proof in the tokenizer's own tiktoken support)."""
-    from bpe.engines import _rank_mismatch
-
-    return _rank_mismatch(tokenizer)
+def preset_spelling(tokenizer, distribution: str, tested: tuple[str, ...], spellings: Mapping[str, str],
+                    custom: str) -> tuple[str | None, str]:
+    """(the engine's spelling of the tokenizer's pattern, "") when the installed ``distribution``
+    is a tested version (``untested_version``) and the pattern is one of ``spellings``' presets;
+    else (None, why not), ``custom`` for a pattern that is not one."""
+    unusable = untested_version(distribution, tested)
+    if unusable:
+        return None, unusable
+    spelling = spellings.get(tokenizer.pattern)
+    if spelling is None:
+        return None, custom
+    return spelling, ""
 
 
 def sample_mismatch(tokenizer, engine, name: str) -> str | None:
@@ -71,3 +70,16 @@ def sample_mismatch(tokenizer, engine, name: str) -> str | None:
         if [int(i) for i in theirs] != tokenizer.reference.encode(line):
             return f"{name} differs from our encoder on verification sample line {line_number}"
     return None
+
+
+def checked(tokenizer, name: str, make: Callable[[], object], why: str) -> tuple[object | None, str]:
+    """(the engine ``make`` builds, ``why``) when it builds and passes ``sample_mismatch``,
+    else (None, why not); whatever the native loader raises means: not this engine."""
+    try:
+        engine = make()
+    except Exception as e:  # whatever the native loader rejects means: not this engine
+        return None, f"{name} rejected the vocabulary: {e}"
+    mismatch = sample_mismatch(tokenizer, engine, name)
+    if mismatch:
+        return None, mismatch
+    return engine, why

@@ -2,7 +2,7 @@ r"""splintr (PyPI ``splintr-rs``, MIT): a Rust tiktoken-style encoder with a
 PCRE2 (JIT) pre-tokenizer.
 
 Merge semantics: tiktoken's, by the rank of the concatenated bytes (our IDs as
-ranks). That equals ours only where ``rank_mismatch`` finds nothing for the
+ranks). That equals ours only where ``bpe.engines.rank_proof.rank_mismatch`` finds nothing for the
 vocabulary, so every build runs that proof.
 
 Pre-tokenization: splintr compiles the pattern with its own regex engine
@@ -21,11 +21,13 @@ as an ``array("I")``. splintr's bundled vocabularies are not used.
 
 from __future__ import annotations
 
-import base64
 from array import array
 
-from bpe.accelerators.proof import rank_mismatch, sample_mismatch, untested_version
-from bpe.accelerators.unicode_guard import PCRE2_GAPS, CodePointGuard
+from bpe.accelerators.native_engine import NativeEngine
+from bpe.accelerators.proof import checked, preset_spelling
+from bpe.accelerators.unicode_guard import PCRE2_GAPS
+from bpe.accelerators.vocabulary_files import rank_file
+from bpe.engines import rank_proof
 from bpe.pretokenize import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 
 NAME = "splintr"
@@ -41,40 +43,26 @@ _POSSESSIVE_FREE = {
 }
 
 
-class SplintrEngine:
-    """splintr's encoder for one vocabulary, on PCRE2. Pickles as its rank file
-    and pattern and builds the encoder again where it is unpickled.
+class SplintrEngine(NativeEngine):
+    """splintr's encoder for one vocabulary, on PCRE2, declining texts with a code point
+    PCRE2 classes differently (``PCRE2_GAPS``). Pickles as its rank file and pattern.
 
     Args:
       ranks: the vocabulary as a tiktoken rank file (base64 token, rank per line).
       pattern: the pre-tokenizer regex, without possessive quantifiers.
     """
 
-    def __init__(self, ranks: bytes, pattern: str):
+    GAPS = PCRE2_GAPS
+
+    def _load(self, ranks: bytes, pattern: str):
         from splintr import Tokenizer
 
-        self.ranks = ranks
-        self.pattern = pattern
-        self._backend = Tokenizer.from_bytes(ranks, pattern, {}).pcre2(True)
-        self.guard = CodePointGuard(PCRE2_GAPS)
+        return Tokenizer.from_bytes(ranks, pattern, {}).pcre2(True)
 
-    def __reduce__(self):
-        return SplintrEngine, (self.ranks, self.pattern)
-
-    def encode(self, text: str) -> array | None:
-        """The IDs of valid text as an ``array("I")``; None for a text holding a
-        code point PCRE2 classes differently (``PCRE2_GAPS``)."""
-        if self.guard.rejects(text):
-            return None
+    def _encode(self, text: str) -> array:
         ids = array("I")
         ids.frombytes(self._backend.encode_flat(text))
         return ids
-
-
-def rank_file(tokenizer) -> bytes:
-    """The tokenizer's bytes tokens as a tiktoken rank file, our IDs as ranks."""
-    lines = [base64.b64encode(tokenizer.token_bytes(i)) + b" %d" % i for i in range(256 + len(tokenizer.merges))]
-    return b"\n".join(lines) + b"\n"
 
 
 def build(tokenizer, proven: bool = False) -> tuple[SplintrEngine | None, str]:
@@ -83,20 +71,12 @@ def build(tokenizer, proven: bool = False) -> tuple[SplintrEngine | None, str]:
     ``proven``: the O(vocabulary) proof already passed for a tokenizer with
     this SHA-256 (``bpe.engines.from_proof``); skip it.
     """
-    unusable = untested_version("splintr-rs", TESTED_VERSIONS)
-    if unusable:
-        return None, unusable
-    pattern = _POSSESSIVE_FREE.get(tokenizer.pattern)
+    pattern, why = preset_spelling(tokenizer, "splintr-rs", TESTED_VERSIONS, _POSSESSIVE_FREE,
+                                   "custom pattern: splintr is shown to split like regex only for the presets")
     if pattern is None:
-        return None, "custom pattern: splintr is shown to split like regex only for the presets"
-    mismatch = None if proven else rank_mismatch(tokenizer)
+        return None, why
+    mismatch = None if proven else rank_proof.rank_mismatch(tokenizer)
     if mismatch:
         return None, mismatch
-    try:
-        engine = SplintrEngine(rank_file(tokenizer), pattern)
-    except Exception as e:  # whatever the native loader rejects means: not this engine
-        return None, f"splintr rejected the vocabulary: {e}"
-    mismatch = sample_mismatch(tokenizer, engine, NAME)
-    if mismatch:
-        return None, mismatch
-    return engine, "splintr: rank merges proven equal to ours, PCRE2 running our preset regex (tested)"
+    return checked(tokenizer, NAME, lambda: SplintrEngine(rank_file(tokenizer), pattern),
+                   "splintr: rank merges proven equal to ours, PCRE2 running our preset regex (tested)")

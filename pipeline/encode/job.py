@@ -43,7 +43,7 @@ from pipeline.errors import UserError
 from pipeline.runners import committed_counters, describe_runner, pipeline_options, tokenizer_transport
 from transforms import metrics
 from transforms.dead_letters import WriteDeadLetters
-from transforms.encode import EncodeDocuments, bos_token_id, eos_token_id
+from transforms.encode import EncodeDocuments
 from transforms.read import FORMATS, ReadDocuments, match_inputs
 from transforms.shards import (
     INPUT_BYTES_KEY,
@@ -171,7 +171,7 @@ def verified_documents(result) -> int:
 
 def _eos_id(tokenizer: Tokenizer, eos_token: str | None) -> int:
     try:
-        return eos_token_id(tokenizer, eos_token)
+        return tokenizer.eos_token_id(eos_token)
     except ValueError as e:
         raise UserError(f"--append-eos: {e}") from None
 
@@ -210,7 +210,7 @@ def _check_arguments(
     bos_id = None
     if args.prepend_bos:
         try:
-            bos_id = bos_token_id(tokenizer)
+            bos_id = tokenizer.bos_id
         except ValueError as e:
             raise UserError(f"--prepend-bos: {e}") from None
     try:

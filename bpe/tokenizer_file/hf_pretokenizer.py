@@ -5,7 +5,7 @@ piece the previous ones made: a Split with a regex cuts each piece into its
 matches and the text between them (behavior ``Isolated``); ByteLevel with
 ``add_prefix_space`` puts a space before each piece that does not start with
 one, and with ``use_regex`` splits with GPT-2's regex
-(``bpe.tokenizer_file.BYTE_LEVEL_PATTERN``).
+(``bpe.tokenizer_file.spec.BYTE_LEVEL_PATTERN``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from bpe.pretokenize import PreTokenizer
 
 
 class StepPreTokenizer:
-    """Applies pre-tokenizer steps in order (see ``bpe.tokenizer_file.Step``).
+    """Applies pre-tokenizer steps in order (see ``bpe.tokenizer_file.spec.Step``).
 
     Args:
       steps: ("split", regex) and ("prefix_space", "") steps.

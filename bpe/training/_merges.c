@@ -1,4 +1,4 @@
-/* The merge loop in C, for speed; bpe/merge_loop.py is its readable twin,
+/* The merge loop in C, for speed; bpe/training/merge_loop.py is its readable twin,
  * which it equals merge for merge (tests/test_merge_loop.py).
  *
  * The state is the same as the Python loop's:
@@ -371,7 +371,7 @@ static int gain(MergeLoop *s, uint32_t left, uint32_t right, count_t count, uint
 }
 
 /* Merges (a, b) into new in word i and updates the pairs around each site,
- * exactly as bpe/trainer.py's _apply_merge does. */
+ * exactly as bpe/training/merge_loop.py's _apply_merge does. */
 static int merge_word(MergeLoop *s, uint32_t i, uint32_t a, uint32_t b, uint32_t new) {
     uint32_t *w = s->symbols + s->start[i];
     uint32_t n = s->len[i], out = 0, nsites = 0;
@@ -645,7 +645,7 @@ static PyTypeObject MergeLoopType = {
 };
 
 static struct PyModuleDef merges_module = {
-    PyModuleDef_HEAD_INIT, .m_name = "bpe._merges", .m_doc = "The BPE merge loop in C (see bpe/merge_loop.py).", .m_size = -1,
+    PyModuleDef_HEAD_INIT, .m_name = "bpe.training._merges", .m_doc = "The BPE merge loop in C (see bpe/training/merge_loop.py).", .m_size = -1,
 };
 
 PyMODINIT_FUNC PyInit__merges(void) {

@@ -8,7 +8,7 @@ document, invalid UTF-8 and lone surrogates included.
 
 Engines (``engine="auto"`` takes the first that can run the pattern):
 
-* ``gigatoken`` (``bpe.gigatoken_counts``), for the gpt2 and hf-bytelevel
+* ``gigatoken`` (``bpe.training.gigatoken_counts``), for the gpt2 and hf-bytelevel
   patterns: counts in Rust, without a Python object per piece. Documents go in
   calls of at most ``call_bytes``; a table bigger than ``max_unique`` is handed
   on in slices. While a call runs, its memory grows with its unique pieces,
@@ -46,7 +46,7 @@ def choose_engine(pattern: str, engine: str = "auto") -> tuple[str, str]:
         raise ValueError(f"unknown piece-counting engine {engine!r} (one of {', '.join(ENGINES)})")
     if engine == "regex":
         return "regex", "asked for"
-    from bpe.gigatoken_counts import unusable
+    from bpe.training.gigatoken_counts import unusable
 
     why_not = unusable(pattern)
     if why_not is None:
@@ -127,7 +127,7 @@ class PieceCounter:
         self.engine, self.why = choose_engine(pattern, engine)
         self._fast = None
         if self.engine == "gigatoken":
-            from bpe.gigatoken_counts import GigatokenCounts
+            from bpe.training.gigatoken_counts import GigatokenCounts
 
             self._fast = GigatokenCounts(pattern)
         self.regex_documents = 0

@@ -1,7 +1,7 @@
-"""The merge loop in pure Python: the readable twin of the C loop in ``bpe/_merges.c``.
+"""The merge loop in pure Python: the readable twin of the C loop in ``bpe/training/_merges.c``.
 
 Both take the same arguments, keep the same state and learn the same merges;
-``bpe.trainer`` runs the C loop when it is built and this one otherwise. The
+``bpe.training.trainer`` runs the C loop when it is built and this one otherwise. The
 result of both is defined by ``bpe.reference.train_bytes`` (recount every pair,
 take the best); the loop computes the same merges without recounting:
 
@@ -203,21 +203,25 @@ def _apply_merge(
         count = counts[i]
         last = length - 1
         k = -1
-        # The left and right neighbour updates below are the same steps mirrored;
-        # they stay inlined because this loop runs once per merge site, where a
-        # function call per site would be a large share of the work.
         while sites:
             k = merged.find(new, k + 1)
             sites -= 1
+            # The pairs this site changes: (lost, gained) on its left, then on its right.
             if k:
                 neighbour = merged[k - 1]
-                lost = (b if neighbour == new else neighbour) + a
+                changes = [((b if neighbour == new else neighbour) + a, neighbour + new)]
+            else:
+                changes = []
+            if k < last:
+                neighbour = merged[k + 1]
+                if neighbour != new:
+                    changes.append((b + neighbour, new + neighbour))
+            for lost, gained in changes:
                 entry = get(lost)
                 if entry is not None:  # else already forgotten
                     entry[0] -= count
                     if entry[0] < min_frequency:
                         del pairs[lost]
-                gained = neighbour + new
                 entry = get(gained)
                 if entry is None:
                     pairs[gained] = [count, i]
@@ -226,22 +230,4 @@ def _apply_merge(
                     entry[0] += count
                     if entry[-1] != i:
                         entry.append(i)
-            if k < last:
-                neighbour = merged[k + 1]
-                if neighbour != new:
-                    lost = b + neighbour
-                    entry = get(lost)
-                    if entry is not None:
-                        entry[0] -= count
-                        if entry[0] < min_frequency:
-                            del pairs[lost]
-                    gained = new + neighbour
-                    entry = get(gained)
-                    if entry is None:
-                        pairs[gained] = [count, i]
-                        created.append(gained)
-                    else:
-                        entry[0] += count
-                        if entry[-1] != i:
-                            entry.append(i)
     return created

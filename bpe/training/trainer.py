@@ -2,9 +2,9 @@
 
 The result is defined by ``bpe.reference.train_bytes`` (recount every pair, take
 the best). The loop itself comes in two twins that learn exactly those merges
-without recounting: a C extension (``bpe._merges``, built from
-``bpe/_merges.c`` when a compiler is at hand) and pure Python
-(``bpe.merge_loop``), which documents the algorithm and runs whenever the C loop
+without recounting: a C extension (``bpe.training._merges``, built from
+``bpe/training/_merges.c`` when a compiler is at hand) and pure Python
+(``bpe.training.merge_loop``), which documents the algorithm and runs whenever the C loop
 is missing, cannot hold the table's counts, or is switched off with the
 environment variable ``BEAM_BPE_PURE_PYTHON=1``. Which one runs never changes
 the result.
@@ -40,7 +40,7 @@ from typing import Callable, Mapping, Sequence
 
 from bpe.decoder import vocabulary_bytes
 from bpe.encoder import PieceEncoder
-from bpe.merge_loop import MergeLoop as PythonMergeLoop
+from bpe.training.merge_loop import MergeLoop as PythonMergeLoop
 from bpe.pretokenize import compile_pattern
 from bpe.reference import TIE_BREAKS, check_count, hf_byte_ranks, piece_bytes
 from bpe.tokenizer import Tokenizer, check_special_tokens
@@ -49,7 +49,7 @@ if os.environ.get("BEAM_BPE_PURE_PYTHON") == "1":
     _merges = None
 else:
     try:
-        from bpe import _merges
+        from bpe.training import _merges
     except ImportError:  # not built: the pure-Python twin runs
         _merges = None
 

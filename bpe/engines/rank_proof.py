@@ -1,0 +1,134 @@
+"""The rank proof: whether tiktoken's rank-of-bytes merging gives our IDs for a vocabulary.
+
+tiktoken, and the accelerators that merge as it does (``bpe.accelerators.splintr``),
+join the adjacent pair whose concatenated bytes have the lowest rank; ours
+replays the merge pairs in learned order. ``rank_mismatch`` finds whether any
+text could be encoded differently by the two rules, in O(vocabulary), with the
+argument in its docstring. It is the one check both ``bpe.engines.tiktoken_check``
+and the accelerators run before they use such an engine.
+"""
+
+from __future__ import annotations
+
+from bpe.decoder import vocabulary_bytes
+
+__all__ = ["rank_mismatch"]
+
+
+def rank_mismatch(tokenizer) -> str | None:
+    """Why tiktoken could encode some text differently from our encoder, or None.
+
+    ``tokenizer``: anything with ``merges`` (ours, or ``tiktoken_check``'s renumbering of a
+    Hugging Face file's merges).
+
+    Both encoders return a piece that is a whole token as that token. Otherwise
+    tiktoken repeatedly merges the adjacent pair whose *concatenated bytes* have
+    the lowest rank (our ID), while ours replays the merge *pairs* in learned
+    order. They can differ only where two adjacent tokens (a, b) spell a token T
+    whose own merge is some other pair (a "foreign" pair): tiktoken joins them,
+    ours never does. The proof, with t(x) = the merge step that creates token x
+    (-1 for bytes):
+
+    The cut fact. Put a piece ending in token a's bytes before one starting
+    with token b's, and let each replay on its own. Until a merge joins tokens
+    across the cut, the token ending at the cut is an element of a's right spine
+    (a, right(a), right(right(a)), ...) and the token starting there one of b's
+    left spine; spine elements x and y stand side by side during the steps after
+    both exist and before their parents. So the first merge across the cut is a
+    merge (x, y) of such elements at a step s inside that window:
+    t(x), t(y) < s < t(parent of x) and s <= t(parent of y) (a and b themselves
+    have no parent). When y's parent is made at step s itself, that is the same
+    merge (c, c) on a run c c c; merging left to right, x takes y first.
+    ``_crossings`` looks for such a merge for every merge (a, b) at once.
+
+    1. Token bytes are unique, and every token T = merge (a, b) at step r, replayed
+       as one piece, gives T (both encoders return whole-token pieces directly).
+       By induction in ID order: a and b replay to themselves, so the piece
+       becomes [a, b] and then [T] exactly when no merge joins across the cut
+       before step r; one that does leaves no boundary where a and b meet.
+    2. Then no foreign pair (a, b) of a token T is ever adjacent in our encoder.
+       The piece of T's bytes is a's then b's and replays to [T], not [a, b]
+       ((a, b) is no merge: its bytes are T's, which only T's merge makes), so a
+       merge joins across their cut: by the cut fact, one of their spines'
+       elements, inside the window. Wherever a and b would meet, that merge
+       joins across their cut first (tokens are never split again).
+    """
+    merges = tokenizer.merges
+    rank: dict[bytes, int] = {}
+    for token_id, data in enumerate(vocabulary_bytes(merges)):
+        if data in rank:
+            return f"tokens {rank[data]} and {token_id} have the same bytes"
+        rank[data] = token_id
+    if not merges:
+        return None
+    import numpy as np  # only for the proof: a vocabulary's worth of spine pairs at once
+
+    table = _MergeTable(merges)
+    crossed = _crossings(table, table.left, table.right, limit=np.arange(len(merges)))
+    if crossed.any():
+        token_id = 256 + int(np.flatnonzero(crossed)[0])
+        return (f"token {token_id}'s own bytes do not encode to it by replaying the merges "
+                f"(tiktoken gives the token itself)")
+    return None
+
+
+class _MergeTable:
+    """The merges as arrays: each token's children and creation step, and a sorted
+    index from a pair (left * base + right) to the first step that merges it."""
+
+    def __init__(self, merges: list[tuple[int, int]]):
+        import numpy as np
+
+        pairs = np.array(merges, dtype=np.int64)
+        self.left, self.right = pairs[:, 0], pairs[:, 1]
+        count = len(merges)
+        self.base = 256 + count + 1
+        # For every ID: its children (-1 for bytes) and the step that creates it (-1 for bytes).
+        self.children = np.full((256 + count, 2), -1, dtype=np.int64)
+        self.children[256:] = pairs
+        self.created = np.arange(-256, count, dtype=np.int64)
+        self.created[:256] = -1
+        keys, first = np.unique(self.left * self.base + self.right, return_index=True)
+        self.keys, self.steps = keys, first.astype(np.int64)
+
+    def step_of(self, x, y):
+        """The step merging (x, y) for each pair of the arrays, or -1."""
+        import numpy as np
+
+        keys = x * self.base + y
+        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        return np.where(self.keys[at] == keys, self.steps[at], -1)
+
+    def spine(self, tokens, side: int):
+        """[(elements, until)] level by level down the ``side`` (0 left, 1 right) spine of
+        each token: -1 past its byte; ``until`` is the step that makes the element's parent."""
+        import numpy as np
+
+        levels = [(tokens, np.full(len(tokens), np.iinfo(np.int64).max))]
+        while True:
+            above = levels[-1][0]
+            below = np.where(above >= 256, self.children[np.maximum(above, 0), side], -1)
+            if not (below >= 0).any():
+                return levels
+            levels.append((below, np.where(below >= 0, self.created[np.maximum(above, 0)], -1)))
+
+
+def _crossings(table: _MergeTable, lefts, rights, limit):
+    """For each (a, b) = (lefts[i], rights[i]): whether a merge joins across the cut
+    between a's bytes and b's at a step below ``limit[i]`` (see ``rank_mismatch``)."""
+    import numpy as np
+
+    crossed = np.zeros(len(lefts), dtype=bool)
+    created = table.created
+    right_spines = table.spine(rights, side=0)
+    for xs, x_until in table.spine(lefts, side=1):
+        for ys, y_until in right_spines:
+            at = np.flatnonzero((xs >= 0) & (ys >= 0) & ~crossed)
+            if not len(at):
+                continue
+            x, y = xs[at], ys[at]
+            step = table.step_of(x, y)
+            inside = ((step >= 0) & (np.maximum(created[x], created[y]) < step) & (step < x_until[at])
+                      & (step <= y_until[at]) & (step < limit[at]))
+            crossed[at[inside]] = True
+    return crossed

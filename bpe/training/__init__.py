@@ -1,0 +1,13 @@
+"""Training: pieces counted in a corpus, then merges learned from the counts.
+
+- ``trainer``: ``train`` and ``train_merges``, which load a word-count table,
+  replay a checkpoint and drive the merge loop.
+- ``merge_loop``: the merge loop in pure Python, the readable twin of the C
+  loop in ``_merges.c`` (built as ``bpe.training._merges``).
+- ``piece_counter``: the pieces of documents counted, by the fastest exact engine.
+- ``gigatoken_counts``: gigatoken's piece counter, one of those engines.
+"""
+
+from bpe.training.trainer import MAX_TOKEN_ID, check_merges, train, train_merges
+
+__all__ = ["MAX_TOKEN_ID", "check_merges", "train", "train_merges"]
