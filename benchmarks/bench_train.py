@@ -25,7 +25,7 @@ import time
 import tracemalloc
 
 from benchmarks.corpus import corpus_text, word_counts
-from bpe import trainer
+from bpe.training import trainer
 from bpe.pretokenize import resolve_pattern
 from bpe.training.trainer import train_merges
 

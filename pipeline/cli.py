@@ -42,7 +42,7 @@ COMMANDS = {
 # before the job (pipeline.runtime.warm_workers); decode runs no Beam job.
 _READ = ("transforms.read", "transforms.dead_letters")
 WORKER_MODULES = {
-    "train": (*_READ, "transforms.count", "pipeline.word_counts", "pyarrow.parquet"),
+    "train": (*_READ, "transforms.count", "pipeline.train.word_counts", "pyarrow.parquet"),
     "encode": (*_READ, "transforms.encode", "transforms.shards", "pyarrow.parquet"),
     "report": (*_READ, "transforms.report", "transforms.report.sample", "pipeline.report.page"),
     "pack": ("transforms.pack", "transforms.pack.spill", "transforms.pack.write_sequences", "pyarrow.parquet"),
@@ -87,7 +87,7 @@ def _main(argv: list[str] | None) -> int:
     command_line = sys.argv[1:] if argv is None else None
     runtime.start(command_line, WORKER_MODULES.get(command_line[0]) if command_line else None)
     # Imported after the line above: these import Beam.
-    from pipeline.resume import interrupting_signal, sigterm_as_interrupt
+    from pipeline.interrupts import interrupting_signal, sigterm_as_interrupt
 
     parser = _Parser(prog="beam-bpe", description=__doc__.splitlines()[0], allow_abbrev=False)
     subparsers = parser.add_subparsers(dest="command", required=True)

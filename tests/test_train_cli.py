@@ -117,7 +117,7 @@ def test_config_beam_options_become_flags():
 
 @pytest.mark.parametrize("preset", sorted(glob.glob(str(pathlib.Path(__file__).parent.parent / "configs" / "*.yaml"))))
 def test_shipped_config_presets_parse(preset):
-    from pipeline.train import SETTINGS
+    from pipeline.train.command import SETTINGS
 
     from apache_beam.options.pipeline_options import PipelineOptions
 

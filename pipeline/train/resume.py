@@ -1,4 +1,4 @@
-"""Resuming ``beam-bpe train``: the count marker, the merge checkpoint, signals.
+"""Resuming ``beam-bpe train``: the count marker and the merge checkpoint.
 
 A finished count phase leaves ``OUT/word_counts.complete``: the table's
 fingerprint (SHA-256, size, rows), the settings that made it, every input
@@ -16,21 +16,18 @@ the result is byte for byte the one of an uninterrupted run.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import os
 import shlex
-import signal
 import sys
-import threading
 
 from apache_beam.io.filesystems import FileSystems
 
 from bpe.training.trainer import check_merges
 from pipeline import outputs
 from pipeline.errors import UserError
-from pipeline.train_stats import COUNTED, TrainStats
-from pipeline.word_counts import num_rows
+from pipeline.train.stats import COUNTED, TrainStats
+from pipeline.train.word_counts import num_rows
 
 COUNT_MARKER_FILE = "word_counts.complete"  # written once the table is complete
 CHECKPOINT_FILE = "merges.checkpoint.json"
@@ -245,36 +242,6 @@ class Checkpoint:
 
     def remove(self) -> None:
         outputs.remove(self.path)
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, delivered like Ctrl-C so training saves a checkpoint on the way out."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
-def interrupting_signal(error: KeyboardInterrupt) -> int:
-    """The signal behind a KeyboardInterrupt: SIGTERM for ``Terminated``, else SIGINT."""
-    return error.signum if isinstance(error, Terminated) else signal.SIGINT
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt():
-    """Within the block, SIGTERM raises ``Terminated`` (a KeyboardInterrupt)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # only the main thread may set handlers (e.g. run from a test thread)
-        return
-
-    def terminated(signum, frame):
-        raise Terminated(signum)
-
-    previous = signal.signal(signal.SIGTERM, terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def resume_command() -> str:

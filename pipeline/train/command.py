@@ -3,15 +3,15 @@
     beam-bpe train --input 'corpus/*.jsonl.gz' --vocab-size 32000 --output out/
 
 Phase 1 (a Beam job, on any runner): ReadDocuments -> CountPreTokenTables ->
-``OUT/word_counts.parquet`` (see ``pipeline.word_counts``), and unreadable
+``OUT/word_counts.parquet`` (see ``pipeline.train.word_counts``), and unreadable
 records under ``OUT/dead_letters/``. Phase 2 (this process): ``bpe.train`` on
 that table -> ``OUT/tokenizer.json``, plus ``OUT/train_stats.json``
-(``pipeline.train_stats``).
+(``pipeline.train.stats``).
 
 ``--word-counts FILE`` skips phase 1 and trains from an existing table, e.g.
 another vocabulary size without recounting the corpus. ``--resume`` skips a
 complete phase 1 and continues the merges from their checkpoint (see
-``pipeline.resume``).
+``pipeline.train.resume``).
 
 Everything the user can get wrong is checked before the job starts and
 reported as one line (``pipeline.errors.UserError``).
@@ -34,13 +34,13 @@ from bpe.training.trainer import MAX_TOKEN_ID
 from pipeline import outputs, progress, runtime
 from pipeline.config import Setting, default_help, resolve
 from pipeline.errors import UserError
-from pipeline.resume import (
-    CHECKPOINT_FILE, COUNT_MARKER_FILE, Checkpoint, CountMarker, count_settings, file_states, fingerprint,
-    interrupting_signal, resume_command, sigterm_as_interrupt,
+from pipeline.interrupts import interrupting_signal, sigterm_as_interrupt
+from pipeline.train.resume import (
+    CHECKPOINT_FILE, COUNT_MARKER_FILE, Checkpoint, CountMarker, count_settings, file_states, fingerprint, resume_command,
 )
 from pipeline.runners import committed_counters, describe_runner, pipeline_options
-from pipeline.train_stats import TrainStats, summary_lines
-from pipeline.word_counts import WORD_COUNTS_FILE, WORD_COUNTS_SCHEMA, read_word_counts, word_count_table
+from pipeline.train.stats import TrainStats, summary_lines
+from pipeline.train.word_counts import WORD_COUNTS_FILE, WORD_COUNTS_SCHEMA, read_word_counts, word_count_table
 from transforms import metrics
 from transforms.count import CountPreTokenTables
 from transforms.dead_letters import WriteDeadLetters
