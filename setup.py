@@ -21,7 +21,7 @@ setup(
         # The versions beam-bpe is tested with. Its start-up machinery (pipeline/runtime/) reaches
         # Beam private names, all listed in pipeline/runtime/beam_internals.py (BEAM_PRIVATE_NAMES).
         # Before widening the range: install the new Beam and run
-        #   python -m pytest tests/test_beam_internals.py tests/test_plain_beam.py
+        #   python -m pytest tests/pipeline/runtime/test_beam_internals.py tests/pipeline/runtime/test_plain_beam.py
         # then the whole suite, and with the new version also under BEAM_BPE_PLAIN_BEAM=1.
         "apache-beam>=2.77,<2.78",
         "pyarrow>=14",
@@ -52,7 +52,7 @@ setup(
             "datasets>=5.0",
             "moto[server]>=5.0",
             "boto3>=1.28",
-            # The accelerators and the peers of the differential tests (tests/test_accelerators.py).
+            # The accelerators and the peers of the differential tests (tests/bpe/accelerators/test_accelerators.py).
             "gigatoken==0.10.0",
             "fastokens==0.3.5",
             "splintr-rs==0.22.0",

@@ -1,10 +1,10 @@
-"""The long fuzz run, for nightly use: the properties of tests/test_fuzz.py with
+"""The long fuzz run, for nightly use: the properties of tests/bpe/test_fuzz.py with
 many more examples each.
 
     python -m benchmarks.fuzz --examples 20000            # every property
     python -m benchmarks.fuzz --examples 5000 -k stream   # names containing "stream"
 
-The properties and their input strategies live in tests/test_fuzz.py (arbitrary
+The properties and their input strategies live in tests/bpe/test_fuzz.py (arbitrary
 bytes and Unicode on trained tokenizers; the fast trainer against the reference
 on tie-heavy random tables; the fast encoder against the reference and
 tiktoken's rule on random merge lists). This script only raises the example

@@ -27,7 +27,7 @@ What "exactly" rests on:
   merge by the rank of the concatenated bytes (tiktoken's semantics) are used
   only where ``proof.rank_mismatch`` finds nothing for the vocabulary at hand;
 - pre-tokenization: equal IDs for the preset patterns, shown by the
-  differential tests in tests/test_accelerators.py (every code point of every
+  differential tests in tests/bpe/accelerators/test_accelerators.py (every code point of every
   general category in contexts, whitespace runs, CR/LF mixes, long repeats,
   other scripts' digits, contractions, fuzzed strings, held-out multilingual
   text) for the package versions each adapter names in ``TESTED_VERSIONS``;

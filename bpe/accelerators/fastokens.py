@@ -7,7 +7,7 @@ which is our own (``bpe.accelerators.vocabulary_files``); no proof is needed.
 Pre-tokenization: PCRE2 runs our regex itself. The file holds the spelling of
 the pattern that Oniguruma, PCRE2 and ``regex`` read alike
 (``bpe.pretokenize.onig_compatible``). Only the preset patterns are used: they
-are the ones tests/test_accelerators.py shows PCRE2 splits as ``regex`` does;
+are the ones tests/bpe/accelerators/test_accelerators.py shows PCRE2 splits as ``regex`` does;
 another pattern could use a construct the two engines read differently. The
 exception is the code points in ``PCRE2_GAPS`` (older Unicode tables, and
 U+180E in ``\s``): a text holding one is declined.

@@ -9,7 +9,7 @@ Pre-tokenization: gigatoken has no regex engine. It runs hand-written
 pre-tokenizers for a fixed set of schemes and recognises each by the exact
 Split regex string of the Hugging Face file. ``_SCHEME_REGEX`` gives, for each
 of our presets, the string that selects gigatoken's version of it; that the
-pieces are ours is what tests/test_accelerators.py shows. Custom patterns are
+pieces are ours is what tests/bpe/accelerators/test_accelerators.py shows. Custom patterns are
 refused. Its Unicode tables are older than ``regex``'s: a text holding one of
 the code points in ``GIGATOKEN_GAPS`` is declined (``bpe.accelerators.unicode_guard``);
 for a rank file, also one in ``TIKTOKEN_GAPS``.

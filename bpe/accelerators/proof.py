@@ -1,7 +1,7 @@
 """What every adapter checks before it hands out an engine.
 
 1. The package, and ``regex``, are versions the differential tests
-   (tests/test_accelerators.py) ran against: pre-tokenizers and Unicode tables change
+   (tests/bpe/accelerators/test_accelerators.py) ran against: pre-tokenizers and Unicode tables change
    between releases of both, and only the tested pair is known to split alike
    (the Unicode guards list the code points where they differ).
 2. For engines that merge by the rank of the concatenated bytes (tiktoken's

@@ -11,7 +11,7 @@ first, which has no possessive quantifiers, and then with PCRE2. It gets
 every possessive quantifier in the presets ends its alternative or is followed
 by something its atom never matches, so backtracking never gives back what it
 took; and in ``\s++$`` the longest run is the only one ``$`` can follow. Only
-the presets are used; tests/test_accelerators.py shows PCRE2 splits them as
+the presets are used; tests/bpe/accelerators/test_accelerators.py shows PCRE2 splits them as
 ``regex`` does, except for the code points in ``PCRE2_GAPS`` (older Unicode
 tables, and U+180E in ``\s``): a text holding one is declined.
 

@@ -5,7 +5,7 @@ Each engine carries character tables from some Unicode version; ``regex``
 carries its own. Where a code point is a letter, mark or number in one and
 unassigned in the other, the two pre-tokenizers split differently around it.
 The ranges each adapter names here are exactly the code points where
-tests/test_accelerators.py finds the engine's IDs differ from ours, for the tested
+tests/bpe/accelerators/test_accelerators.py finds the engine's IDs differ from ours, for the tested
 package versions; ``CodePointGuard.rejects`` says whether a text holds one, and
 such a text is left to the next engine down.
 """

@@ -10,7 +10,7 @@ For ``tokenizers`` those are plain characters: nothing reorders or composes acro
 them. ``nfc`` therefore cuts the text at them and normalizes the parts between
 with ``unicodedata``. ``UNICODE_9_NORMALIZING`` lists the code points that
 normalize non-trivially in Unicode 9.0, as ``tokenizers`` does it
-(tests/test_hf_tokenizers.py checks it code point by code point against
+(tests/bpe/test_hf_tokenizers.py checks it code point by code point against
 ``tokenizers``); the ones Python's tables add to them are found once per process.
 """
 

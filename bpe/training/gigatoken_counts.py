@@ -5,7 +5,7 @@ pre-tokenizer for the GPT-2 scheme, and ``pretokenized_counts`` counts the piece
 of many documents in one call, in Rust, returning only the unique pieces. It
 gives ``regex``'s pieces for the ``gpt2`` and ``hf-bytelevel`` patterns on valid
 UTF-8 holding no code point its Unicode tables lack (``GIGATOKEN_GAPS``);
-tests/test_piece_engines.py shows it for every code point in many contexts, on
+tests/bpe/training/test_piece_engines.py shows it for every code point in many contexts, on
 fuzzed and on real text.
 
 Each call checks what that claim needs, and declines the documents otherwise:

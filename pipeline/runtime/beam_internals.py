@@ -11,7 +11,7 @@ while Beam is imported; the checks of Beam's flags (``pipeline.runners``) and
 the progress display (``pipeline.progress``) read a few private names too. None
 of these is Beam's public API, so a new Beam release may move any of them. This
 list is the one place that says which: the runtime checks it before it runs a
-job with its own runner (``require``, names only), and ``tests/test_beam_internals.py``
+job with its own runner (``require``, names only), and ``tests/pipeline/runtime/test_beam_internals.py``
 checks every entry deeply, so a Beam that moved one fails with the entry's name
 and use instead of somewhere inside a job.
 

@@ -29,7 +29,7 @@ The switch: with ``BEAM_BPE_PLAIN_BEAM=1`` in the environment (any value but
 Beam imported as usual, the collector left alone, the job on Beam's own
 FnApiRunner whose workers start as Beam starts them and read their tokenizers
 from the files, an interrupt unwinding as in any Python program, the process
-ending the usual way. The outputs are the same (tests/test_plain_beam.py).
+ending the usual way. The outputs are the same (tests/pipeline/runtime/test_plain_beam.py).
 The progress display then shows the elapsed time while a job runs, as for a
 runner that gives no counters. Worker processes inherit the environment, so
 the switch holds for them too.

@@ -1,7 +1,7 @@
 // beam-bpe report: the live box. Encodes the text typed into it with each
 // tokenizer's own merges, exactly as bpe.Tokenizer.encode does (ordinary text,
 // no special tokens): the pre-tokenizer's regex (translated to an exact
-// JavaScript form by pipeline/report_pattern.py) splits the text into pieces,
+// JavaScript form by pipeline/report/pattern.py) splits the text into pieces,
 // each piece's UTF-8 bytes (lone surrogates as their 3-byte forms, like
 // Python's "surrogatepass") are merged by repeatedly joining every occurrence,
 // left to right, of the adjacent pair learned first. Before it shows anything,

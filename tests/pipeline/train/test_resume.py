@@ -8,6 +8,7 @@ in-process.
 
 import json
 import os
+import pathlib
 import random
 import shlex
 import shutil
@@ -23,7 +24,7 @@ import pytest
 import bpe
 from tests.support.cli import IN_MEMORY, train as train_in_process
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(pathlib.Path(__file__).resolve().parents[3])
 # Enough merges to be stopped in the middle, few enough for CI.
 VOCAB = 6000
 CHECKPOINT = "merges.checkpoint.json"
@@ -76,7 +77,7 @@ def stop_during_merges(argv: list[str], output: str, sig: signal.Signals) -> tup
       (the finished process, the merges in the checkpoint it leaves).
     """
     # The pure-Python merge loop, slow enough to be stopped mid-way on this small table; which
-    # loop runs never changes the merges (tests/test_merge_loop.py stops the C loop itself).
+    # loop runs never changes the merges (tests/bpe/training/test_merge_loop.py stops the C loop itself).
     process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True, env={**os.environ, "BEAM_BPE_PURE_PYTHON": "1"})
     deadline = time.monotonic() + 60

@@ -3,6 +3,7 @@
 
 import json
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from pipeline.runtime import new_pipeline, preloaded, warm_workers
 from transforms.encode import _EncodeBatchFn
 from tests.support.toy_tokenizers import train_small
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(pathlib.Path(__file__).resolve().parents[3])
 CORES = os.cpu_count() or 1
 
 

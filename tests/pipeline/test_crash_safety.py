@@ -24,7 +24,7 @@ from tests.support.outputs import read_rows
 from tests.support.real_text import multilingual
 from tests.support.toy_tokenizers import train_small
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 BEAM_BPE = [sys.executable, "-m", "pipeline.cli"]
 # Real lines: enough work that the killed job is still running while its shard
 # temp files exist, which the poll below catches.

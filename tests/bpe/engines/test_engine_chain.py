@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import pathlib
 import pickle
 import subprocess
 import sys
@@ -209,10 +210,10 @@ def test_the_suite_passes_with_the_accelerators_switched_off():
     """The encode/decode property tests and the fuzz tests, and this module, in a
     process with only the required engines (tiktoken's and the reference)."""
     env = dict(os.environ, **{engines.ENGINES_VARIABLE: "tiktoken,python"})
-    modules = ["tests/test_encode_decode.py", "tests/test_fuzz.py", "tests/test_engine_chain.py", "tests/test_encode.py"]
+    modules = ["tests/bpe/test_encode_decode.py", "tests/bpe/test_fuzz.py", "tests/bpe/engines/test_engine_chain.py", "tests/transforms/test_encode.py"]
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *modules],
-        env=env, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), capture_output=True, text=True,
+        env=env, cwd=str(pathlib.Path(__file__).resolve().parents[3]), capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert " passed" in result.stdout and " failed" not in result.stdout

@@ -285,7 +285,7 @@ def test_beam_bpe_encode_with_bos_and_eos_gives_hugging_faces_ids(saved, tmp_pat
     texts = [t for t in held_out() if t][:12]
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n" for i, t in enumerate(texts)), encoding="utf-8")
-    repo = pathlib.Path(__file__).resolve().parent.parent
+    repo = pathlib.Path(__file__).resolve().parents[2]
     command = [sys.executable, "-m", "pipeline.cli", "encode", "--tokenizer", path, "--input", str(corpus),
                "--direct_running_mode=in_memory", "--direct_num_workers=1"]
     run = subprocess.run([*command, "--output", str(tmp_path / "out"), "--prepend-bos", "--append-eos"],
@@ -345,7 +345,7 @@ def test_bos_and_eos_shards_decode_byte_exact_with_and_without_skip_special(save
     finally:
         hf.encode_special_tokens = False
 
-    repo = pathlib.Path(__file__).resolve().parent.parent
+    repo = pathlib.Path(__file__).resolve().parents[2]
     decode = [sys.executable, "-m", "pipeline.cli", "decode", "--tokenizer", path]
     documents = b"".join(t.encode("utf-8") for t in texts)
     run = subprocess.run([*decode, "--input", str(shard)], capture_output=True, cwd=repo)

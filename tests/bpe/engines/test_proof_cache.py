@@ -14,7 +14,7 @@ from bpe import engines, proof_cache
 from tests.support.cli import IN_MEMORY
 from tests.support.toy_tokenizers import train_small
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[3]
 
 DOCS = ["the cat sat on the mat\n", "hello world, 123 élan\n"] * 20
 

@@ -29,7 +29,7 @@ from tests.support.real_text import cl100k_rank_file, multilingual, stdlib_sourc
 from tests.support.toy_tokenizers import train_small
 from transforms.encode import row_tokens
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 PROPERTY = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # Letters of every category (Lu Ll Lt Lm Lo), marks, digits of several scripts,

@@ -115,7 +115,7 @@ def test_config_beam_options_become_flags():
         config.beam_flags("f.yaml", "--runner=SparkRunner")
 
 
-@pytest.mark.parametrize("preset", sorted(glob.glob(str(pathlib.Path(__file__).parent.parent / "configs" / "*.yaml"))))
+@pytest.mark.parametrize("preset", sorted(glob.glob(str(pathlib.Path(__file__).resolve().parents[3] / "configs" / "*.yaml"))))
 def test_shipped_config_presets_parse(preset):
     from pipeline.train.command import SETTINGS
 

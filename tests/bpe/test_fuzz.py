@@ -335,7 +335,7 @@ def test_prefill_continues_like_a_decoder_that_emitted_the_prompt(case, data):
 # - how a piece is merged: tiktoken repeatedly joins the adjacent parts whose
 #   *concatenated bytes* are the token of lowest rank; we replay the learned
 #   *pairs* in order; and tiktoken maps a piece that is itself a token straight to
-#   it. Both can differ from us on arbitrary merge lists (tests/test_peers.py has a
+#   it. Both can differ from us on arbitrary merge lists (tests/bpe/test_peers.py has a
 #   3-merge example); on trained tokenizers they must not, and the tiktoken
 #   engine is used only where bpe/engines.py proves it.
 

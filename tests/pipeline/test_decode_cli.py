@@ -1,6 +1,7 @@
 """``beam-bpe decode --stream`` through a real pipe: live output, whole characters, errors."""
 
 import os
+import pathlib
 import random
 import select
 import subprocess
@@ -30,7 +31,7 @@ def start(tok_path, *flags):
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        cwd=str(pathlib.Path(__file__).resolve().parents[2]),
     )
 
 
@@ -93,7 +94,7 @@ def test_stream_matches_the_stream_decoder_on_random_ids(tokenizer, tmp_path):
         [*BEAM_BPE, "--tokenizer", path, "--stream"],
         input="\n".join(map(str, ids)).encode(),
         capture_output=True,
-        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        cwd=str(pathlib.Path(__file__).resolve().parents[2]),
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.decode("utf-8") == expected

@@ -61,7 +61,7 @@ from tests.support.real_text import multilingual
 from tests.support.toy_tokenizers import plain_count, train_small
 from transforms.shards import shard_schema
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 BEAM_BPE = [sys.executable, "-m", "pipeline.cli"]
 MB = 1_000_000
 # The single-line document's size in MB. BEAM_BPE_HUGE_LINE_MB overrides it

@@ -23,7 +23,7 @@ from tests.support.outputs import read_rows
 from tests.support.real_text import multilingual
 from tests.support.toy_tokenizers import train_small
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[3]
 BEAM_BPE = [sys.executable, "-m", "pipeline.cli"]
 LINES = 20_000  # enough work that the job still runs when it is stopped
 # A hang guard, not a timing assert: a stopped job that does not exit fails the test.

@@ -168,7 +168,7 @@ def test_a_count_worker_gives_gigatoken_one_thread_unless_told_otherwise(given, 
     env = {k: v for k, v in os.environ.items() if k != "RAYON_NUM_THREADS"}
     if given is not None:
         env["RAYON_NUM_THREADS"] = given
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = str(pathlib.Path(__file__).resolve().parents[2])
     proc = subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": root}, cwd=root,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -23,7 +23,7 @@ from tests.support.outputs import read_rows
 from tests.support.real_text import multilingual
 from tests.support.toy_tokenizers import train_small
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
