@@ -17,17 +17,16 @@ trusted half-written (files are replaced atomically).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import pathlib
 import sys
-import tempfile
 from functools import lru_cache
 from importlib import metadata
 
 from bpe import engines
+from bpe.atomic_write import replace_file
 from bpe.engines import EngineProof
 
 __all__ = ["CACHE_VARIABLE", "cache_directory", "cached", "proven"]
@@ -110,14 +109,8 @@ def _read(path: pathlib.Path, sha256: str) -> EngineProof | None:
 def _write(path: pathlib.Path, proof: EngineProof) -> None:
     data = {"tokenizer_sha256": proof.tokenizer_sha256, "engine": proof.engine,
             "rejected": [list(item) for item in proof.rejected], "chain": list(proof.chain)}
-    temporary = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f)
-        os.replace(temporary, path)
+        replace_file(str(path), json.dumps(data).encode("utf-8"))
     except OSError:  # a read-only home or a full disk: the job goes on without a cache
-        if temporary is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
+        pass

@@ -45,6 +45,7 @@ from typing import IO, Sequence
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from bpe.atomic_write import replace_file
 from pipeline.errors import UserError
 from pipeline.output_lock import LOCK_FILE, OutputLock
 from transforms.dead_letters import DEAD_LETTER_GLOB, DEAD_LETTERS_DIR
@@ -241,18 +242,7 @@ def write_atomic(path: str, data: str | bytes, mime_type: str = "application/oct
         with FileSystems.create(path, mime_type=mime_type, compression_type=CompressionTypes.UNCOMPRESSED) as f:
             f.write(data)  # the object appears, whole, when closed
         return
-    tmp = temporary_path(path)
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    # The rename itself is durable once the directory is flushed.
-    directory = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    replace_file(path, data, temporary_path(path))
 
 
 def write_json(path: str, data: dict, indent: int | None = 1) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from typing import IO
 
+from bpe.atomic_write import replace_file
 from bpe.tokenizer_file import tiktoken_file
 from bpe.tokenizer_file.spec import TokenizerFileError
 
@@ -44,10 +45,7 @@ def write(path: str, text: str, transport_params: dict | None = None) -> str:
             f.write(text.encode("utf-8"))
         return file_path
     os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
-    tmp_path = local + ".tmp"
-    with open(tmp_path, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp_path, local)
+    replace_file(local, text.encode("utf-8"), local + ".tmp")
     return file_path
 
 

@@ -302,6 +302,15 @@ def _learn_merges(
         bar.close()
 
 
+def vocab_size_problem(vocab_size: int, special_tokens: int) -> str | None:
+    """What is wrong with a vocabulary size that leaves no room for the 256 byte tokens and
+    ``special_tokens`` special tokens (to follow the size's name in a message), or None."""
+    minimum = 256 + special_tokens
+    if vocab_size < minimum:
+        return f"is too small: it must be at least {minimum} (256 byte tokens + {special_tokens} special tokens)"
+    return None
+
+
 def train(
     word_counts: Mapping[bytes | str, int],
     vocab_size: int,
@@ -345,17 +354,14 @@ def train(
     special_tokens = check_special_tokens(special_tokens)
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
         raise ValueError(f"vocab_size must be an integer, got {vocab_size!r}")
-    minimum = 256 + len(special_tokens)
-    if vocab_size < minimum:
-        raise ValueError(
-            f"vocab_size={vocab_size} is too small: it must be at least {minimum} "
-            f"(256 byte tokens + {len(special_tokens)} special tokens)"
-        )
+    problem = vocab_size_problem(vocab_size, len(special_tokens))
+    if problem:
+        raise ValueError(f"vocab_size={vocab_size} {problem}")
     compile_pattern(pattern)
 
     merges = train_merges(
         word_counts,
-        vocab_size - minimum,
+        vocab_size - 256 - len(special_tokens),
         min_frequency=min_frequency,
         progress=progress,
         resume_from=resume_from,

@@ -30,7 +30,7 @@ from apache_beam.io.filesystems import FileSystems
 
 import bpe
 from bpe.pretokenize import compile_pattern
-from bpe.training.trainer import MAX_TOKEN_ID
+from bpe.training.trainer import MAX_TOKEN_ID, vocab_size_problem
 from pipeline import outputs, progress, runtime
 from pipeline.config import Setting, default_help, resolve
 from pipeline.errors import UserError
@@ -326,12 +326,9 @@ def _check_vocabulary(vocab_size: int, specials: list[str]) -> None:
     duplicates = sorted({t for t in specials if specials.count(t) > 1})
     if duplicates:
         raise UserError(f"--special-token given twice: {', '.join(duplicates)}")
-    minimum = 256 + len(specials)
-    if vocab_size < minimum:
-        raise UserError(
-            f"--vocab-size {vocab_size} is too small: it must be at least {minimum} "
-            f"(256 byte tokens + {len(specials)} special tokens)"
-        )
+    problem = vocab_size_problem(vocab_size, len(specials))
+    if problem:
+        raise UserError(f"--vocab-size {vocab_size} {problem}")
     if vocab_size - len(specials) - 1 > MAX_TOKEN_ID:
         raise UserError(f"--vocab-size {vocab_size} is too large: token IDs stop at {MAX_TOKEN_ID}")
 
