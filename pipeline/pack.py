@@ -29,6 +29,7 @@ leftovers, removed on rerun; a complete one is replaced only with --overwrite.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -40,7 +41,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipeline import outputs, progress, runtime
 from pipeline.errors import UserError
 from pipeline.runners import describe_runner, pipeline_options
-from transforms.pack import PackSequences, shard_units
+from transforms.pack import PackSequences, bad_token_shard, shard_units
 from transforms.pack import (
     FORMATS, SPLITS, SUFFIXES, ShardsInfo, WriteFiles, WriteSequences, check_format, describe_shards, written_counts,
 )
@@ -103,10 +104,26 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     p = runtime.new_pipeline(options)
     write_packed(p | "Units" >> beam.Create(shard_units(shards)), transform, args, output.staging,
                  inputs.tokenizer_sha256, inputs.vocab_size)
-    progress.Progress("pack", "pack", fields=progress.PACKED, enabled=not args.no_progress,
-                      every=args.progress_every).run(p)
+    with _bad_shard_as_one_line(args.output):
+        progress.Progress("pack", "pack", fields=progress.PACKED, enabled=not args.no_progress,
+                          every=args.progress_every).run(p)
     publish(args, output, inputs, transform, options)
     return 0
+
+
+@contextlib.contextmanager
+def _bad_shard_as_one_line(directory: str):
+    """A job that fails on a bad token shard (``transforms.pack.bad_token_shard``: data
+    its footer did not show, found by a worker) ends in one line and leaves no staging
+    directory behind."""
+    try:
+        yield
+    except Exception as e:  # noqa: BLE001 - a bad shard is one line; anything else is raised as it is
+        problem = bad_token_shard(e)
+        if problem is None:
+            raise
+        outputs.delete(directory, (outputs.STAGING_DIR,))
+        raise UserError(f"{problem}; nothing was written") from None
 
 
 def write_packed(units: beam.PCollection, transform: PackSequences, args: argparse.Namespace, staging: str,
@@ -164,6 +181,12 @@ def _check_arguments(args: argparse.Namespace, shards: list[str],
     check_options(args)
     try:
         inputs = describe_shards(shards)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    if not inputs.vocab_declared and args.pad_id is not None and args.pad_id >= 0:
+        # No vocabulary declared: the one the tokens and the padding use.
+        inputs = inputs._replace(vocab_size=max(inputs.vocab_size, args.pad_id + 1))
+    try:
         check_format(args.format, inputs.vocab_size)
     except ValueError as e:
         raise UserError(str(e)) from None

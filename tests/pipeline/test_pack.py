@@ -10,6 +10,7 @@ import os
 import pathlib
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -291,3 +292,50 @@ def test_shards_written_by_other_tools(tmp_path, capsys):
     assert pack("--input", str(tmp_path / "no-ids.parquet"), "--seq-len", "32", "--output", str(tmp_path / "o2"),
                 *IN_MEMORY) == 2
     assert "without an id" in capsys.readouterr().err
+
+
+def _foreign_shard(directory, ids, tokens, metadata=None, id_type=None, token_type=None, statistics=True):
+    """A shard another tool wrote: int64 token lists by default, the footer holding only ``metadata``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    table = pa.table({"id": pa.array(ids, id_type or pa.string()),
+                      "tokens": pa.array(tokens, pa.list_(token_type or pa.int64()))})
+    table = table.replace_schema_metadata({b"tokenizer_sha256": b"e" * 64, **(metadata or {})})
+    path = directory / "part-00000-of-00001.parquet"
+    pq.write_table(table, path, write_statistics=statistics)
+    return path
+
+
+@pytest.mark.parametrize("statistics", [True, False])
+def test_token_ids_past_uint16_are_packed_into_uint32_without_wrapping(tmp_path, statistics):
+    docs = [("a", [1, 70_000, 5]), ("b", [65_536, 2])]
+    _foreign_shard(tmp_path / "in", [d for d, _ in docs], [t for _, t in docs], statistics=statistics)
+    out = tmp_path / "out"
+    assert pack("--input", str(tmp_path / "in"), "--seq-len", "8", "--output", str(out), *IN_MEMORY) == 0
+    assert packed_splits(out) == reference_pack(docs, 8)
+    [file] = (out / "train").glob("*.parquet")
+    assert str(pq.read_schema(file).field("input_ids").type.value_type) == "uint32"
+    assert stats(out)["vocab_size"] == 70_001  # no vocab_size in the footer: the largest ID + 1
+    assert pq.read_schema(file).metadata[b"vocab_size"] == b"70001"
+
+
+@pytest.mark.parametrize("tokens, metadata, message", [
+    ([[1, 2], [-3, 4]], {}, "negative token ID -3"),
+    ([[1, 2], [1000, 4]], {b"vocab_size": b"1000"}, "token ID 1000, not below the vocab_size 1000"),
+    ([[1, 2], [2**32, 4]], {}, "does not fit uint32"),
+    ([[1, None], [3, 4]], {b"vocab_size": b"1000"}, "null"),
+    ([[1, 2], [3, 4]], {b"vocab_size": b"many"}, "vocab_size"),
+])
+def test_token_ids_that_do_not_fit_are_one_line(tmp_path, capsys, tokens, metadata, message):
+    path = _foreign_shard(tmp_path / "in", ["a", "b"], tokens, metadata)
+    out = tmp_path / "out"
+    assert pack("--input", str(path), "--seq-len", "8", "--output", str(out), *IN_MEMORY) == 2
+    [error] = capsys.readouterr().err.strip().splitlines()
+    assert error.startswith(f"beam-bpe pack: error: {path}") and message in error, error
+
+
+def test_an_id_column_that_is_not_text_is_one_line(tmp_path, capsys):
+    path = _foreign_shard(tmp_path / "in", [1, 2], [[1, 2], [3]], id_type=pa.int64())
+    assert pack("--input", str(path), "--seq-len", "8", "--output", str(tmp_path / "out"), *IN_MEMORY) == 2
+    [error] = capsys.readouterr().err.strip().splitlines()
+    assert error == f"beam-bpe pack: error: {path}: column id has type int64; a token shard's ids are strings"
+    assert not (tmp_path / "out").exists()

@@ -21,13 +21,13 @@ Plain functions that read and write files through Beam's filesystems (no PTransf
 - ``spill``: the token streams set aside between the first pass and assembly.
 """
 
-from transforms.pack.input_shards import ShardsInfo, describe_shards
+from transforms.pack.input_shards import ShardsInfo, bad_token_shard, describe_shards
 from transforms.pack.pack_sequences import PackedSequences, PackSequences, ShardUnits, shard_units
 from transforms.pack.sequence_formats import FORMATS, SUFFIXES, check_format
 from transforms.pack.sequence_order import SPLITS
 from transforms.pack.write_sequences import WriteFiles, WriteSequences, written_counts
 
 __all__ = [
-    "PackSequences", "PackedSequences", "ShardUnits", "shard_units", "ShardsInfo", "describe_shards", "SPLITS",
+    "PackSequences", "PackedSequences", "ShardUnits", "shard_units", "ShardsInfo", "bad_token_shard", "describe_shards", "SPLITS",
     "WriteSequences", "WriteFiles", "written_counts", "FORMATS", "SUFFIXES", "check_format",
 ]

@@ -25,7 +25,7 @@ import pyarrow as pa
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.pack.input_shards import Unit, read_batches
+from transforms.pack.input_shards import Unit, as_token_type, read_batches
 from transforms.pack.packing_algorithm import UnitDocuments
 from transforms.pack.sequence_order import SPLITS, ValidationRule, split_masks
 
@@ -78,7 +78,7 @@ def spill_unit(unit: Unit, rule: ValidationRule | None, directory: str, dtype) -
                 every = mask.all()
                 lengths[split].append(batch_lengths if every else batch_lengths[mask])
                 ids[split].append(id_array if every else id_array.filter(mask))
-        tokens = tokens.astype(dtype, copy=False)
+        tokens = as_token_type(tokens, dtype, unit.path)
         bounds = np.concatenate([[0], np.cumsum(batch_lengths)])
         for split, first, last in _runs(masks["validation"]):
             if split not in writers:
