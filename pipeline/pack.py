@@ -48,8 +48,8 @@ from transforms.pack import (
 from transforms.shards import SHARD_GLOB
 
 __all__ = [
-    "PLAN_FILE", "RESULTS", "SPILL_DIR", "STATS_FILE", "add_arguments", "add_packing_options", "check_complete",
-    "check_options", "check_validation_documents", "collect_stats", "packing_transform", "plan_json", "publish", "run",
+    "UNPADDED_FORMATS", "PLAN_FILE", "RESULTS", "SPILL_DIR", "STATS_FILE", "add_arguments", "add_packing_options", "check_complete",
+    "check_options", "check_pad_id", "check_validation_documents", "collect_stats", "packing_transform", "plan_json", "publish", "run",
     "write_packed",
 ]
 
@@ -58,6 +58,8 @@ PLAN_FILE = "plan.json"  # written by the job into the staging directory
 SPILL_DIR = "spill"  # in the staging directory: the job's spilled token streams (transforms.pack.spill)
 # What a job leaves in DIR besides stats.json, relative to DIR.
 RESULTS = (*(f"{split}/part-*" for split in SPLITS), f"{outputs.DEAD_LETTERS_DIR}/{outputs.DEAD_LETTER_GLOB}")
+# Formats that are streams of real tokens: no padding, so no --pad-id.
+UNPADDED_FORMATS = ("megatron", "llmc")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,24 +75,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     progress.add_arguments(parser)
 
 
-def add_packing_options(parser: argparse.ArgumentParser) -> None:
-    """The options ``pack`` shares with ``encode --pack N``."""
-    parser.add_argument("--seed", type=int, default=0, help="seed of the shuffle of sequences (default 0)")
+def add_packing_options(parser: argparse.ArgumentParser) -> dict[str, object]:
+    """The options ``pack`` shares with ``encode --pack N``; returns {dest: default} of each."""
+    options = [parser.add_argument("--seed", type=int, default=0, help="seed of the shuffle of sequences (default 0)")]
     split = parser.add_mutually_exclusive_group()
-    split.add_argument("--validation-fraction", type=float, default=0.0,
-                       help="fraction of documents (by a hash of their id) held out for validation")
-    split.add_argument("--validation-documents", type=int, default=0,
-                       help="number of documents (the smallest hashes of their ids) held out for validation")
-    parser.add_argument("--targets", action="store_true", help="seq-len + 1 tokens per sequence, for shifted targets")
-    parser.add_argument("--drop-remainder", action="store_true",
-                        help="drop the last, incomplete sequence of each split instead of padding it")
-    parser.add_argument("--no-split-documents", action="store_true",
-                        help="keep documents whole (best-fit packing, padding); longer ones are cut into pieces")
-    parser.add_argument("--pad-id", type=int, default=None,
-                        help="token ID of padding (default: the shards' EOS token, else 0)")
-    parser.add_argument("--tokens-per-file", type=int, default=1 << 23, help="about how many tokens per output file")
-    parser.add_argument("--window-tokens", type=int, default=1 << 22,
-                        help="with --no-split-documents: documents are packed within windows of this many tokens")
+    options += [
+        split.add_argument("--validation-fraction", type=float, default=0.0,
+                           help="fraction of documents (by a hash of their id) held out for validation"),
+        split.add_argument("--validation-documents", type=int, default=0,
+                           help="number of documents (the smallest hashes of their ids) held out for validation"),
+        parser.add_argument("--targets", action="store_true",
+                            help="seq-len + 1 tokens per sequence, for shifted targets"),
+        parser.add_argument("--drop-remainder", action="store_true",
+                            help="drop the last, incomplete sequence of each split instead of padding it"),
+        parser.add_argument("--no-split-documents", action="store_true",
+                            help="keep documents whole (best-fit packing, padding); longer ones are cut into pieces"),
+        parser.add_argument("--pad-id", type=int, default=None,
+                            help="token ID of padding (default: the shards' EOS token, else 0); parquet only: "
+                            "megatron and llmc files hold no padding"),
+        parser.add_argument("--tokens-per-file", type=int, default=1 << 23,
+                            help="about how many tokens per output file"),
+        parser.add_argument("--window-tokens", type=int, default=1 << 22,
+                            help="with --no-split-documents: documents are packed within windows of this many tokens"),
+    ]
+    return {option.dest: option.default for option in options}
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
@@ -183,8 +191,9 @@ def _check_arguments(args: argparse.Namespace, shards: list[str],
         inputs = describe_shards(shards)
     except ValueError as e:
         raise UserError(str(e)) from None
-    if not inputs.vocab_declared and args.pad_id is not None and args.pad_id >= 0:
-        # No vocabulary declared: the one the tokens and the padding use.
+    if inputs.vocab_declared:
+        check_pad_id(args, inputs.vocab_size)
+    elif args.pad_id is not None:  # no vocabulary declared: the one the tokens and the padding use
         inputs = inputs._replace(vocab_size=max(inputs.vocab_size, args.pad_id + 1))
     try:
         check_format(args.format, inputs.vocab_size)
@@ -206,11 +215,22 @@ def check_options(args: argparse.Namespace) -> None:
         raise UserError(f"--validation-fraction must be in [0, 1), not {args.validation_fraction}")
     if args.validation_documents < 0:
         raise UserError(f"--validation-documents must be 0 or more, not {args.validation_documents}")
+    if args.pad_id is not None and args.pad_id < 0:
+        raise UserError(f"--pad-id must be 0 or more, not {args.pad_id}")
+    if args.pad_id is not None and args.format in UNPADDED_FORMATS:
+        raise UserError(f"--pad-id: {args.format} files hold no padding (only the real tokens, sequence after "
+                        "sequence); leave it out, or choose --format parquet")
     if args.drop_remainder and args.no_split_documents:
         raise UserError("--drop-remainder needs split documents: with --no-split-documents every sequence is padded")
     if args.tokens_per_file < 1 or args.window_tokens < 1:
         raise UserError("--tokens-per-file and --window-tokens must be positive")
     progress.check_arguments(args)
+
+
+def check_pad_id(args: argparse.Namespace, vocab_size: int) -> None:
+    """--pad-id must be a token ID of the tokenizer (when its vocabulary is known)."""
+    if args.pad_id is not None and args.pad_id >= vocab_size:
+        raise UserError(f"--pad-id {args.pad_id} is not a token ID of the tokenizer (vocab_size {vocab_size})")
 
 
 def check_validation_documents(args: argparse.Namespace, inputs: ShardsInfo) -> None:

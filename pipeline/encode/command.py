@@ -17,6 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    packed.check_packing_flags(args)
     if args.pack:
         return packed.run(args, beam_args)
     return job.run(args, beam_args)

@@ -24,19 +24,37 @@ from pipeline.runners import pipeline_options
 from transforms.pack import FORMATS, ShardUnits, check_format, describe_shards
 from transforms.shards import SHARD_GLOB
 
-__all__ = ["ENCODED_DIR", "add_arguments", "run"]
+__all__ = ["ENCODED_DIR", "add_arguments", "check_packing_flags", "run"]
 
 ENCODED_DIR = "encoded"  # encode --pack: the per-document shards, in the staging directory
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags ``beam-bpe encode`` gains for ``--pack N`` (its --format is the input's)."""
+    """The flags ``beam-bpe encode`` gains for ``--pack N`` (its --format is the input's).
+
+    Each packing flag parses to None when not given, so that ``check_packing_flags``
+    finds one given without ``--pack`` (and refuses it) and fills in the defaults with it.
+    """
     parser.add_argument("--pack", type=int, default=0, metavar="N",
                         help="pack the encoded documents into sequences of N tokens (as beam-bpe pack) instead of "
                         "writing per-document shards")
-    parser.add_argument("--pack-format", default="parquet",
-                        help=f"with --pack: output format, {', '.join(FORMATS)} (default parquet)")
-    pack.add_packing_options(parser)
+    defaults = {"pack_format": parser.add_argument(
+        "--pack-format", default="parquet", help=f"with --pack: output format, {', '.join(FORMATS)} (default parquet)"
+    ).default}
+    defaults.update(pack.add_packing_options(parser))
+    parser.set_defaults(**dict.fromkeys(defaults), packing_defaults=defaults)
+
+
+def check_packing_flags(args: argparse.Namespace) -> None:
+    """Without --pack, a packing flag given is refused; with it, those not given take their defaults."""
+    defaults = args.packing_defaults
+    if not args.pack:
+        for dest in defaults:
+            if getattr(args, dest) is not None:
+                raise UserError(f"--{dest.replace('_', '-')} applies only with --pack N (packed sequences)")
+    for dest, default in defaults.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, default)
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
@@ -55,6 +73,21 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     outputs.claim(output_dir, "pack", inputs=args.input)  # before encode writes its shards inside it
     output = outputs.StagedOutput(output_dir, pack.RESULTS, marker=pack.STATS_FILE, command="pack")
     output.clear_leftovers()
+    try:
+        _encode_and_pack(args, pack_args, options, output)
+    except UserError:
+        # Refused before the job (the tokenizer's vocabulary), or on what it counted
+        # (--validation-documents): nothing of this run stays behind.
+        outputs.delete(output_dir, (outputs.STAGING_DIR,))
+        raise
+    outputs.fail_if_strict(args.strict, output_dir, f"the packed sequences and stats.json are written to {output_dir}")
+    return 0
+
+
+def _encode_and_pack(args: argparse.Namespace, pack_args: argparse.Namespace, options,
+                     output: outputs.StagedOutput) -> None:
+    """The checks that need the tokenizer, the job, and the result published into ``output``."""
+    output_dir = output.directory
     encoded = FileSystems.join(output.staging, ENCODED_DIR)
     encode_args = argparse.Namespace(**{**vars(args), "output": encoded, "overwrite": True, "pack": 0})
     encoded_output = outputs.StagedOutput(encoded, job.RESULTS, marker=job.STATS_FILE, command="encode")
@@ -63,6 +96,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         check_format(args.pack_format, tokenizer.vocab_size)
     except ValueError as e:
         raise UserError(str(e)) from None
+    pack.check_pad_id(pack_args, tokenizer.vocab_size)
     transform = pack.packing_transform(pack_args, output, tokenizer.vocab_size, eos_id)
 
     kept = (f"nothing of this run is in {output_dir} yet (its leftovers in {output.staging} are removed by the "
@@ -86,6 +120,4 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     letters = outputs.matching(FileSystems.join(encoded, outputs.DEAD_LETTERS_DIR), ("*",))
     outputs.move_into(letters, FileSystems.join(output.staging, outputs.DEAD_LETTERS_DIR))
     pack.publish(pack_args, output, inputs, transform, options, encoded=encode_stats)
-    outputs.fail_if_strict(args.strict, output_dir, f"the packed sequences and stats.json are written to {output_dir}")
-    return 0
 

@@ -190,3 +190,31 @@ def test_the_options_give_one_view_per_class_which_reads_and_writes_the_same_val
     copy = pickle.loads(pickle.dumps(options))
     assert copy.view_as(DirectOptions).direct_num_workers == 5
     assert copy.get_all_options() == options.get_all_options()
+
+
+@pytest.mark.parametrize("flags", [
+    ["--validation-fraction", "0.1"], ["--validation-documents", "1"], ["--targets"], ["--pack-format", "llmc"],
+    ["--seed", "0"], ["--pad-id", "3"], ["--drop-remainder"], ["--no-split-documents"],
+    ["--tokens-per-file", "100"], ["--window-tokens", "100"],
+])
+def test_encode_without_pack_refuses_the_packing_flags(tokenizer, shards, tmp_path, capsys, flags):
+    out = tmp_path / "out"
+    argv = ["encode", "--tokenizer", tokenizer, "--input", shards[0], "--output", str(out), *flags, *IN_MEMORY]
+    assert cli.main(argv) == 2
+    assert one_error(capsys) == f"beam-bpe encode: error: {flags[0]} applies only with --pack N (packed sequences)"
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--pad-id", "300"], "--pad-id 300 is not a token ID of the tokenizer (vocab_size 300)"),
+    (["--pad-id", "-1"], "--pad-id must be 0 or more, not -1"),
+    (["--pack-format", "llmc", "--pad-id", "3"], "--pad-id: llmc files hold no padding"),
+])
+def test_encode_with_pack_refuses_a_pad_id_it_cannot_use(tokenizer, shards, tmp_path, capsys, flags, message):
+    out = tmp_path / "out"
+    argv = ["encode", "--tokenizer", tokenizer, "--input", shards[0], "--output", str(out), "--pack", "8", *flags,
+            *IN_MEMORY]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err  # the tokenizer's engine is named first: the check needs its vocabulary
+    assert err.splitlines()[-1].startswith(f"beam-bpe encode: error: {message}") and "Traceback" not in err
+    assert not (out / "stats.json").exists() and not (out / ".staging").exists()

@@ -227,6 +227,19 @@ def test_encode_with_pack_equals_encode_then_pack(tmp_path):
 # ---------------------------------------------------------------- user mistakes and crash safety
 
 
+def test_encode_with_pack_refuses_more_validation_documents_than_it_read(tmp_path, capsys):
+    lines = stdlib_lines()[:20]
+    tok_path = train_small([line.decode() for line in lines], vocab_size=300).save(str(tmp_path / "tok"))
+    (tmp_path / "corpus.txt").write_bytes(b"".join(lines))
+    out = tmp_path / "out"
+    assert encode_and_pack("--tokenizer", tok_path, "--input", str(tmp_path / "corpus.txt"), "--output", str(out),
+                           "--pack", "64", "--validation-documents", "50", *IN_MEMORY) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == ("beam-bpe encode: error: --validation-documents 50 leaves no training documents "
+                                    "(the shards hold 20)") and "Traceback" not in err
+    assert sorted(os.listdir(out)) == [".beam-bpe-output.json"]  # no .staging/, no result
+
+
 def test_user_mistakes_are_one_line_errors(shards, tmp_path, capsys):
     other = write_token_shards(random_docs(10), tmp_path / "other", sha256="1" * 64)
     base = ["--seq-len", "8", "--output", str(tmp_path / "out"), *IN_MEMORY]
@@ -237,7 +250,11 @@ def test_user_mistakes_are_one_line_errors(shards, tmp_path, capsys):
         (["--input", str(shards / "one"), "--validation-fraction", "1.5"], "--validation-fraction"),
         (["--input", str(shards / "one"), "--validation-documents", "400"], "leaves no training documents"),
         (["--input", str(shards / "one"), "--format", "tfrecord"], "unknown format"),
-        (["--input", str(shards / "one"), "--pad-id", "70000"], "pad_id"),
+        (["--input", str(shards / "one"), "--pad-id", "70000"], "--pad-id 70000 is not a token ID of the tokenizer"),
+        (["--input", str(shards / "one"), "--pad-id", "1000"], "(vocab_size 1000)"),
+        (["--input", str(shards / "one"), "--pad-id", "-2"], "--pad-id must be 0 or more"),
+        (["--input", str(shards / "one"), "--format", "llmc", "--pad-id", "0"], "llmc files hold no padding"),
+        (["--input", str(shards / "one"), "--format", "megatron", "--pad-id", "0"], "megatron files hold no padding"),
     ]
     for argv, message in cases:
         assert pack(*argv, *base) == 2, argv
