@@ -48,8 +48,8 @@ from transforms.pack import (
 from transforms.shards import SHARD_GLOB
 
 __all__ = [
-    "UNPADDED_FORMATS", "PLAN_FILE", "RESULTS", "SPILL_DIR", "STATS_FILE", "add_arguments", "add_packing_options", "check_complete",
-    "check_options", "check_pad_id", "check_validation_documents", "collect_stats", "packing_transform", "plan_json", "publish", "run",
+    "MAX_SEQUENCE_TOKENS", "UNPADDED_FORMATS", "PLAN_FILE", "RESULTS", "SPILL_DIR", "STATS_FILE", "add_arguments", "add_packing_options", "check_complete",
+    "check_options", "check_pad_id", "check_sequence_length", "check_validation_documents", "collect_stats", "packing_transform", "plan_json", "publish", "run",
     "write_packed",
 ]
 
@@ -58,6 +58,9 @@ PLAN_FILE = "plan.json"  # written by the job into the staging directory
 SPILL_DIR = "spill"  # in the staging directory: the job's spilled token streams (transforms.pack.spill)
 # What a job leaves in DIR besides stats.json, relative to DIR.
 RESULTS = (*(f"{split}/part-*" for split in SPLITS), f"{outputs.DEAD_LETTERS_DIR}/{outputs.DEAD_LETTER_GLOB}")
+# The longest sequence: positions in a sequence are int32 in every format (Parquet's
+# doc_starts and list sizes, Megatron's entry lengths, llm.c's header).
+MAX_SEQUENCE_TOKENS = 2**31 - 1
 # Formats that are streams of real tokens: no padding, so no --pad-id.
 UNPADDED_FORMATS = ("megatron", "llmc")
 
@@ -200,6 +203,7 @@ def _check_arguments(args: argparse.Namespace, shards: list[str],
     except ValueError as e:
         raise UserError(str(e)) from None
     check_validation_documents(args, inputs)
+    check_sequence_length(args, inputs)
     _check_input_stats(shards, inputs)
     transform = packing_transform(args, output, inputs.vocab_size, inputs.eos_token_id)
     outputs.claim(args.output, "pack", inputs=shards)
@@ -209,8 +213,12 @@ def _check_arguments(args: argparse.Namespace, shards: list[str],
 
 def check_options(args: argparse.Namespace) -> None:
     """The checks of the packing options that need no input."""
+    flag = "--pack" if getattr(args, "command", "pack") == "encode" else "--seq-len"
     if args.seq_len < 1:
-        raise UserError(f"--seq-len must be at least 1, not {args.seq_len}")
+        raise UserError(f"{flag} must be at least 1, not {args.seq_len}")
+    if args.seq_len + args.targets > MAX_SEQUENCE_TOKENS:
+        raise UserError(f"{flag} {args.seq_len} is more than the {MAX_SEQUENCE_TOKENS} tokens a sequence can hold"
+                        + (" (with --targets, one more)" if args.targets else ""))
     if not 0 <= args.validation_fraction < 1:
         raise UserError(f"--validation-fraction must be in [0, 1), not {args.validation_fraction}")
     if args.validation_documents < 0:
@@ -225,6 +233,16 @@ def check_options(args: argparse.Namespace) -> None:
     if args.tokens_per_file < 1 or args.window_tokens < 1:
         raise UserError("--tokens-per-file and --window-tokens must be positive")
     progress.check_arguments(args)
+
+
+def check_sequence_length(args: argparse.Namespace, inputs: ShardsInfo) -> None:
+    """A sequence may not be longer than all the input's tokens: it would be mostly
+    padding, and its padding is allocated and written whole."""
+    length = args.seq_len + args.targets
+    if inputs.tokens and length > inputs.tokens:
+        most = f"{inputs.tokens - args.targets} with --targets" if args.targets else str(inputs.tokens)
+        raise UserError(f"--seq-len {args.seq_len} is longer than the {inputs.tokens} tokens of the shards: every "
+                        f"sequence would be mostly padding; choose at most {most}")
 
 
 def check_pad_id(args: argparse.Namespace, vocab_size: int) -> None:

@@ -227,6 +227,35 @@ def test_encode_with_pack_equals_encode_then_pack(tmp_path):
 # ---------------------------------------------------------------- user mistakes and crash safety
 
 
+def test_a_sequence_longer_than_the_corpus_is_refused_before_the_job(tmp_path, capsys):
+    docs = [("a", list(range(12))), ("b", list(range(8)))]  # 20 tokens
+    paths = write_token_shards(docs, tmp_path / "in")
+    argv = ["--input", paths[0], "--output", str(tmp_path / "out"), *IN_MEMORY]
+    assert pack(*argv, "--seq-len", "21") == 2
+    assert capsys.readouterr().err.strip() == (
+        "beam-bpe pack: error: --seq-len 21 is longer than the 20 tokens of the shards: every sequence would be "
+        "mostly padding; choose at most 20")
+    assert pack(*argv, "--seq-len", "20", "--targets") == 2  # 21 tokens a sequence
+    assert "choose at most 19 with --targets" in capsys.readouterr().err
+    assert pack(*argv, "--seq-len", "10000000000", "--format", "llmc") == 2  # about 18.6 GiB of padding
+    assert capsys.readouterr().err.strip() == (
+        "beam-bpe pack: error: --seq-len 10000000000 is more than the 2147483647 tokens a sequence can hold")
+    assert not (tmp_path / "out").exists()
+    assert pack(*argv, "--seq-len", "20") == 0
+    assert packed_splits(tmp_path / "out") == reference_pack(docs, 20)
+
+
+def test_encode_with_pack_refuses_a_sequence_no_format_holds(tmp_path, capsys):
+    lines = stdlib_lines()[:20]
+    tok_path = train_small([line.decode() for line in lines], vocab_size=300).save(str(tmp_path / "tok"))
+    (tmp_path / "corpus.txt").write_bytes(b"".join(lines))
+    assert encode_and_pack("--tokenizer", tok_path, "--input", str(tmp_path / "corpus.txt"), "--output",
+                           str(tmp_path / "out"), "--pack", "10000000000", *IN_MEMORY) == 2
+    assert capsys.readouterr().err.strip() == ("beam-bpe encode: error: --pack 10000000000 is more than the "
+                                               "2147483647 tokens a sequence can hold")
+    assert not (tmp_path / "out").exists()
+
+
 def test_encode_with_pack_refuses_more_validation_documents_than_it_read(tmp_path, capsys):
     lines = stdlib_lines()[:20]
     tok_path = train_small([line.decode() for line in lines], vocab_size=300).save(str(tmp_path / "tok"))
