@@ -48,9 +48,9 @@ from transforms.pack import (
 from transforms.shards import SHARD_GLOB
 
 __all__ = [
-    "MAX_SEQUENCE_TOKENS", "UNPADDED_FORMATS", "PLAN_FILE", "RESULTS", "SPILL_DIR", "STATS_FILE", "add_arguments", "add_packing_options", "check_complete",
-    "check_options", "check_pad_id", "check_sequence_length", "check_validation_documents", "collect_stats", "packing_transform", "plan_json", "publish", "run",
-    "write_packed",
+    "MAX_SEQUENCE_TOKENS", "PLAN_FILE", "RESULTS", "SPILL_DIR", "STATS_FILE", "UNPADDED_FORMATS", "add_arguments",
+    "add_packing_options", "check_complete", "check_options", "check_pad_id", "check_sequence_length",
+    "check_validation_documents", "collect_stats", "packing_transform", "plan_json", "publish", "run", "write_packed",
 ]
 
 STATS_FILE = "stats.json"  # written last: the completion marker

@@ -28,6 +28,6 @@ from transforms.pack.sequence_order import SPLITS
 from transforms.pack.write_sequences import WriteFiles, WriteSequences, written_counts
 
 __all__ = [
-    "PackSequences", "PackedSequences", "ShardUnits", "shard_units", "ShardsInfo", "bad_token_shard", "describe_shards", "SPLITS",
-    "WriteSequences", "WriteFiles", "written_counts", "FORMATS", "SUFFIXES", "check_format",
+    "PackSequences", "PackedSequences", "ShardUnits", "shard_units", "ShardsInfo", "bad_token_shard", "describe_shards",
+    "SPLITS", "WriteSequences", "WriteFiles", "written_counts", "FORMATS", "SUFFIXES", "check_format",
 ]

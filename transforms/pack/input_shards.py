@@ -77,7 +77,8 @@ class ShardsInfo(NamedTuple):
 
 
 class BadTokenShard(ValueError):
-    """A token shard whose data its footer could not show wrong (a null inside a token list).
+    """A token shard whose data its footer did not show wrong, found by a worker (a null
+    inside a token list, an ID outside the token type).
 
     Its message is marked, so the driver finds it in the text of a failed job
     whatever the runner wraps it in (``bad_token_shard``).
