@@ -1,13 +1,16 @@
 """``beam-bpe decode``: token shards -> documents, or a live stream of IDs -> text.
 
     beam-bpe decode --tokenizer out/ --input 'shards/part-*.parquet' [--id ID]
+    beam-bpe decode --tokenizer out/ --input shards/          # the token shards in a directory
     model | beam-bpe decode --tokenizer out/ --stream [--strict] [--skip-special]
     model | beam-bpe decode --tokenizer cl100k_base.tiktoken --tokenizer-preset cl100k_base --stream
 
 Shards: every document's exact bytes go to stdout, in shard order, with nothing
 added (the EOS and BOS tokens ``--append-eos`` / ``--prepend-bos`` added at encode
 time, which the shards' metadata records, are removed). The shards' recorded
-tokenizer SHA-256 must match the tokenizer given.
+tokenizer SHA-256 must match the tokenizer given. A directory given as input
+means the token shards in it (``part-*-of-*.parquet``), not the other files
+beam-bpe keeps beside them (``.beam-bpe-output.json``, ``stats.json``).
 
 Stream: whitespace-separated IDs are read from stdin as they arrive and text is
 written as soon as whole characters exist: an incomplete UTF-8 tail is held back
@@ -32,7 +35,7 @@ from pipeline import outputs, tokenizer_flags
 from pipeline.errors import UserError
 from transforms.decode import decode_tokens, document_span
 from transforms.read import match_inputs
-from transforms.shards import shard_bos_id, shard_eos_id, shard_schema_problem, shard_tokenizer_sha256
+from transforms.shards import SHARD_GLOB, shard_bos_id, shard_eos_id, shard_schema_problem, shard_tokenizer_sha256
 
 READ_SIZE = 1 << 16
 # No valid ID is longer than this many digits; a longer run is reported at once
@@ -49,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     tokenizer_flags.add_arguments(parser)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--input", nargs="+", action="extend", metavar="GLOB",
-                        help="token shard globs or paths (several, or repeated): print the documents")
+                        help="token shard globs, paths or directories of them (several, or repeated): print the "
+                        "documents")
     source.add_argument("--stream", action="store_true", help="decode whitespace-separated IDs from stdin as they arrive")
     parser.add_argument("--id", default=None, help="with --input: print only the document with this id")
     parser.add_argument("--strict", action="store_true", help="with --stream: invalid or incomplete UTF-8 is an error")
@@ -83,7 +87,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
 def decode_shards(tokenizer: Tokenizer, patterns: list[str], out: BinaryIO, only_id: str | None = None) -> int:
     """Writes the documents of the shards to ``out``; returns how many."""
     try:
-        paths = match_inputs(patterns)
+        paths = match_inputs([_shards_pattern(pattern) for pattern in patterns])
     except FileNotFoundError as e:
         raise UserError(str(e)) from None
     written = 0
@@ -97,6 +101,14 @@ def decode_shards(tokenizer: Tokenizer, patterns: list[str], out: BinaryIO, only
     if only_id is not None and not written:
         raise UserError(f"no document with id {only_id!r} in {', '.join(patterns)}")
     return written
+
+
+def _shards_pattern(pattern: str) -> str:
+    """The pattern itself, or for a directory (local, or any path ending in "/") the
+    token shards in it."""
+    if pattern.endswith("/") or ("://" not in pattern and os.path.isdir(pattern)):
+        return pattern.rstrip("/") + "/" + SHARD_GLOB
+    return pattern
 
 
 def _open_shard(tokenizer: Tokenizer, path: str, f) -> pq.ParquetFile:

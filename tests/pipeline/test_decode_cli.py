@@ -235,3 +235,23 @@ def test_a_huge_stream_decodes_in_bounded_python_memory(tokenizer, tmp_path):
         os.close(fd)
     assert sink.hash.hexdigest() == hashlib.sha256(text).hexdigest()
     assert peak < 4_000_000, peak  # the document is 5 MB, its IDs as a list far more
+
+
+def test_a_directory_input_reads_only_its_shards(tokenizer, tmp_path, capfdbinary):
+    """``--input SHARDS_DIR/`` (or without the slash) decodes the token shards in it, as the
+    glob of them does, never beam-bpe's own files beside them (.beam-bpe-output.json,
+    stats.json, dead_letters/)."""
+    from tests.support.cli import IN_MEMORY
+
+    _, path = tokenizer
+    (tmp_path / "corpus.txt").write_text("".join(f"line {i} {text[:40]}\n" for i, text in enumerate(multilingual(1))))
+    out = tmp_path / "shards"
+    assert cli.main(["encode", "--tokenizer", path, "--input", str(tmp_path / "corpus.txt"), "--output", str(out),
+                     "--num-shards", "2", "--no-progress", *IN_MEMORY]) == 0
+    assert (out / ".beam-bpe-output.json").exists()
+    assert cli.main(["decode", "--tokenizer", path, "--input", str(out / "part-*.parquet")]) == 0
+    expected = capfdbinary.readouterr().out
+    assert expected == (tmp_path / "corpus.txt").read_bytes()
+    for directory in (f"{out}/", str(out)):
+        assert cli.main(["decode", "--tokenizer", path, "--input", directory]) == 0
+        assert capfdbinary.readouterr().out == expected
