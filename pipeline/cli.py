@@ -90,6 +90,7 @@ def _main(argv: list[str] | None) -> int:
     from pipeline.interrupts import interrupting_signal, sigterm_as_interrupt
 
     parser = _Parser(prog="beam-bpe", description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser.add_argument("--version", action="version", version=f"beam-bpe {installed_version()}")
     subparsers = parser.add_subparsers(dest="command", required=True)
     modules, flags = {}, {}
     for name, (module_name, help_text) in COMMANDS.items():
@@ -117,6 +118,16 @@ def _main(argv: list[str] | None) -> int:
     finally:
         output_lock.release_all()
         runtime.end_idle_workers()
+
+
+def installed_version() -> str:
+    """The version of the installed distribution, from its metadata (setup.py's ``version``)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("beam-bpe")
+    except PackageNotFoundError:
+        return "(not installed: version unknown)"
 
 
 def _check_leftover_arguments(beam_args: list[str], our_flags: list[str], beam_options: bool) -> None:

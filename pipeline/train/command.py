@@ -227,9 +227,9 @@ def _write_results(tokenizer: bpe.Tokenizer, output: str, stats: TrainStats, sta
     stats.seconds["total"] = round(time.monotonic() - started, 3)
     outputs.write_atomic(stats_path, stats.to_json(), mime_type="application/json")
     checkpoint.remove()  # only now: until tokenizer.json is whole, --resume needs it
-    print("\n".join(summary_lines(stats, tokenizer_path, stats_path, output)))
+    print("\n".join(summary_lines(stats, tokenizer_path, stats_path, output)), file=sys.stderr)
     if stats.dead_letters:
-        outputs.print_dead_letters(outputs.read_dead_letters(output), output)
+        outputs.print_dead_letters(outputs.read_dead_letters(output), output, file=sys.stderr)
 
 
 def run_count_job(args: argparse.Namespace, output: str, options,

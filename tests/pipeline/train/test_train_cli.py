@@ -73,7 +73,9 @@ def test_summary_says_what_and_where(baseline, corpus, tmp_path, capsys, monkeyp
     output = str(tmp_path / "out")
     assert train("--word-counts", os.path.join(baseline, "word_counts.parquet"),
                  "--vocab-size", "300", "--output", "out") == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert captured.out == ""  # the summary goes to stderr, as every command's does
+    out = captured.err
     assert "learned 44 merges" in out
     assert os.path.join(output, "tokenizer.json") in out and os.path.join(output, "train_stats.json") in out
 
@@ -240,7 +242,7 @@ def test_bad_input_is_counted_losslessly_or_dead_lettered(tmp_path, capsys):
     assert counts == expected
     s = stats(output)
     assert s["dead_letters"] == 3
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "3 input record(s) could not be read" in out and "missing field 'text'" in out
     letters = []
     for path in glob.glob(os.path.join(output, "dead_letters", "*.jsonl")):
