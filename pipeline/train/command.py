@@ -32,7 +32,7 @@ import bpe
 from bpe.pretokenize import compile_pattern
 from bpe.training.trainer import MAX_TOKEN_ID, vocab_size_problem
 from pipeline import outputs, progress, runtime
-from pipeline.config import Setting, default_help, resolve
+from pipeline.config import Setting, default_help, preset_names, resolve
 from pipeline.errors import UserError
 from pipeline.interrupts import interrupting_signal, sigterm_as_interrupt
 from pipeline.train.resume import (
@@ -101,9 +101,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=h("min_word_count", "drop pieces seen fewer times in the corpus before training"))
     parser.add_argument("--word-counts", metavar="FILE",
                         help="train from this word-count table instead of reading --input")
-    parser.add_argument("--config", action="append", default=[], metavar="FILE.yaml",
+    parser.add_argument("--config", action="append", default=[], metavar="FILE.yaml|PRESET",
                         help="flag values from YAML (keys = flag names with underscores, "
-                        "beam_options = Beam flags); command-line flags win; repeatable")
+                        f"beam_options = Beam flags), or a shipped preset by name ({', '.join(preset_names())}); "
+                        "command-line flags win; repeatable")
     parser.add_argument("--strict", action="store_true", default=None,
                         help="fail (exit 2) if any input record could not be read")
     progress.add_arguments(parser, from_config=True)
