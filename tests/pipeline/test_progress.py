@@ -181,3 +181,25 @@ def test_the_line_text():
         "1,234,567 documents, 5.6 MB, 3/3 files, 0:00:00 elapsed"  # never more done than there are
     assert describe({}, elapsed=59) == "0 documents, 0 B, 0:00:59 elapsed"
     assert describe(None, files=3, elapsed=61) == "0:01:01 elapsed"  # no counters: the time only
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["bar", "lines"])
+def test_once_every_file_is_read_the_line_says_the_job_is_combining_and_writing(terminal):
+    """The bar sits at 100% from the last file read to the job's end: it says what runs then."""
+    from pipeline.progress import FILES_DONE, Progress, _Display
+
+    class Stream(io.StringIO):
+        def isatty(self):
+            return terminal
+
+    stream = Stream()
+    display = _Display(Progress("report", "measure", files=2, every=0.05), stream, None)
+    counters = {metrics.key("read", "documents"): 10, metrics.key("read", "bytes"): 100, FILES_DONE: 1}
+    display._draw(counters, 1, final=False)
+    assert "combining" not in stream.getvalue()
+    display._draw({**counters, FILES_DONE: 2}, 2, final=False)
+    last = re.split(r"[\r\n]", stream.getvalue().rstrip("\n"))[-1]
+    assert last.endswith("2/2 files, 0:00:00 elapsed; all files read, combining and writing the results"), last
+    display._draw({**counters, FILES_DONE: 2}, 2, final=True)
+    last = re.split(r"[\r\n]", stream.getvalue().rstrip("\n"))[-1].rstrip()  # a bar pads a shorter line
+    assert last.endswith("2/2 files, 0:00:00 elapsed"), last  # done: nothing runs any more
