@@ -15,7 +15,8 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    package_data={"pipeline.report": ["assets/*.js", "assets/*.css"]},
+    # The report page's assets, and the --config presets (pipeline/configs/; configs/ in the checkout).
+    package_data={"pipeline": ["configs/*.yaml"], "pipeline.report": ["assets/*.js", "assets/*.css"]},
     packages=find_packages(include=["bpe", "bpe.*", "transforms", "transforms.*", "pipeline", "pipeline.*"]),
     install_requires=[
         # The versions beam-bpe is tested with. Its start-up machinery (pipeline/runtime/) reaches

@@ -16,6 +16,10 @@ once when its output is published (``pipeline.runtime``, whose switch
 Stopping: SIGTERM is taken like Ctrl-C. During a Beam job the command stops at
 once (``pipeline.runtime.stop_at_once``); elsewhere the interrupt unwinds (train
 saves its merges on the way) and ends in one line and exit 130 or 143.
+
+A full disk (ENOSPC, or EDQUOT: a quota) ends a command in one line and exit 1,
+however Beam wrapped the error of the worker that met it (``pipeline.disk_full``):
+nothing was marked complete, and the rerun removes what the job left.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import logging
 import signal
 import sys
 
-from pipeline import output_lock, runtime
+from pipeline import disk_full, output_lock, runtime
 from pipeline.errors import UserError
 
 # Each subcommand lives in its own module with add_arguments(parser) and run(args, beam_args) -> int.
@@ -55,11 +59,15 @@ _IMPORT_NOISE = ("apitools not found", "Could not find a compatible bson package
 
 
 def quiet_beam_import_noise() -> None:
-    """Keeps Beam's import-time warnings about connectors no step uses off the terminal;
-    everything else still shows."""
+    """Keeps Beam's import-time warnings about connectors no step uses off the terminal,
+    and a full disk's tracebacks (``pipeline.disk_full``); everything else still shows."""
+    if not isinstance(sys.stderr, disk_full.QuietStderr):
+        sys.stderr = disk_full.QuietStderr(sys.stderr)
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
     for handler in logging.getLogger().handlers:
         handler.addFilter(lambda record: not any(noise in record.getMessage() for noise in _IMPORT_NOISE))
+        # A worker's full disk, which the runner logs before it raises: the command says it in one line.
+        handler.addFilter(lambda record: disk_full.errno_of(record.getMessage()) is None)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -90,6 +98,7 @@ def _main(argv: list[str] | None) -> int:
     from pipeline.interrupts import interrupting_signal, sigterm_as_interrupt
 
     parser = _Parser(prog="beam-bpe", description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser.add_argument("--version", action="version", version=f"beam-bpe {installed_version()}")
     subparsers = parser.add_subparsers(dest="command", required=True)
     modules, flags = {}, {}
     for name, (module_name, help_text) in COMMANDS.items():
@@ -107,6 +116,12 @@ def _main(argv: list[str] | None) -> int:
     except UserError as e:
         print(f"beam-bpe {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except Exception as e:  # noqa: BLE001 - only a full disk is taken; anything else is re-raised
+        code = disk_full.errno_of(e)
+        if code is None:
+            raise
+        print(disk_full.message(args.command, code, e, getattr(args, "output", None)), file=sys.stderr)
+        return 1
     except KeyboardInterrupt as e:
         signum = interrupting_signal(e)
         print(f"beam-bpe {args.command}: interrupted ({signal.Signals(signum).name}); nothing more was written: "
@@ -117,6 +132,16 @@ def _main(argv: list[str] | None) -> int:
     finally:
         output_lock.release_all()
         runtime.end_idle_workers()
+
+
+def installed_version() -> str:
+    """The version of the installed distribution, from its metadata (setup.py's ``version``)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("beam-bpe")
+    except PackageNotFoundError:
+        return "(not installed: version unknown)"
 
 
 def _check_leftover_arguments(beam_args: list[str], our_flags: list[str], beam_options: bool) -> None:

@@ -1,4 +1,8 @@
-"""``--config FILE.yaml``: flag values from YAML files, below the command line.
+"""``--config FILE.yaml`` or ``--config NAME``: flag values from YAML files, below the command line.
+
+A NAME (no path separator, no ``.yaml``) is a preset shipped with the package,
+``pipeline/configs/NAME.yaml`` (``configs/`` in the checkout): ``gpt2-32k`` and
+the runner presets ``flink``, ``spark`` and ``dataflow``.
 
 A config file is a YAML mapping whose keys are the command's flag names with
 underscores (``vocab_size: 32000``, ``input: [a/*.jsonl.gz, b/*.jsonl.gz]``),
@@ -21,13 +25,17 @@ command line.
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any, Callable, Mapping, Sequence
 
 import yaml
 
 from pipeline.errors import UserError
 
-__all__ = ["Setting", "beam_flags", "load_configs", "resolve"]
+__all__ = ["PRESETS_DIR", "Setting", "beam_flags", "config_file", "load_configs", "preset_names", "resolve"]
+
+# The presets installed with the package (setup.py's package_data).
+PRESETS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs")
 
 
 class Setting:
@@ -92,11 +100,31 @@ def beam_flags(source: str, value: Any) -> list[str]:
     return flags
 
 
+def preset_names() -> list[str]:
+    """The names of the shipped presets, sorted."""
+    return sorted(name.removesuffix(".yaml") for name in os.listdir(PRESETS_DIR) if name.endswith(".yaml"))
+
+
+def config_file(value: str) -> str:
+    """The file a ``--config`` value names: a path as given, or a shipped preset's file.
+
+    Raises:
+      UserError: a preset name that is not shipped (the message lists those that are).
+    """
+    if "/" in value or os.sep in value or value.endswith((".yaml", ".yml")):
+        return value
+    path = os.path.join(PRESETS_DIR, f"{value}.yaml")
+    if not os.path.isfile(path):
+        raise UserError(f"--config {value}: no such preset; the shipped presets are {', '.join(preset_names())} "
+                        "(or give the path of a .yaml file)")
+    return path
+
+
 def load_configs(paths: Sequence[str], settings: Mapping[str, Setting]) -> tuple[dict[str, Any], list[str]]:
     """Reads config files in order; later files override earlier ones.
 
     Args:
-      paths: YAML files.
+      paths: YAML files, or names of shipped presets (``config_file``).
       settings: the keys a file may hold (besides ``beam_options``).
 
     Returns:
@@ -109,7 +137,7 @@ def load_configs(paths: Sequence[str], settings: Mapping[str, Setting]) -> tuple
     """
     values: dict[str, Any] = {}
     flags: list[str] = []
-    for path in paths:
+    for path in map(config_file, paths):
         try:
             with open(path, encoding="utf-8") as f:
                 data = yaml.safe_load(f)

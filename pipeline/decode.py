@@ -1,6 +1,6 @@
 """``beam-bpe decode``: token shards -> documents, or a live stream of IDs -> text.
 
-    beam-bpe decode --tokenizer out/ --input 'shards/part-*.parquet' [--id ID]
+    beam-bpe decode --tokenizer out/ --input 'shards/part-*.parquet' [--id ID] [--jsonl]
     beam-bpe decode --tokenizer out/ --input shards/          # the token shards in a directory
     model | beam-bpe decode --tokenizer out/ --stream [--strict] [--skip-special]
     model | beam-bpe decode --tokenizer cl100k_base.tiktoken --tokenizer-preset cl100k_base --stream
@@ -10,7 +10,10 @@ added (the EOS and BOS tokens ``--append-eos`` / ``--prepend-bos`` added at enco
 time, which the shards' metadata records, are removed). The shards' recorded
 tokenizer SHA-256 must match the tokenizer given. A directory given as input
 means the token shards in it (``part-*-of-*.parquet``), not the other files
-beam-bpe keeps beside them (``.beam-bpe-output.json``, ``stats.json``).
+beam-bpe keeps beside them (``.beam-bpe-output.json``, ``stats.json``). With
+``--jsonl`` each document is one line ``{"id": ..., "text": ...}`` instead: the
+text decoded as the stream decoder decodes it (invalid UTF-8 becomes U+FFFD),
+JSON-escaped, non-ASCII as is.
 
 Stream: whitespace-separated IDs are read from stdin as they arrive and text is
 written as soon as whole characters exist: an incomplete UTF-8 tail is held back
@@ -23,6 +26,7 @@ parsed and range-checked a whole read at a time, not one by one.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from typing import BinaryIO
@@ -56,6 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "documents")
     source.add_argument("--stream", action="store_true", help="decode whitespace-separated IDs from stdin as they arrive")
     parser.add_argument("--id", default=None, help="with --input: print only the document with this id")
+    parser.add_argument("--jsonl", action="store_true",
+                        help='with --input: one JSON object per line, {"id": ..., "text": ...}; '
+                        "invalid UTF-8 in a text becomes U+FFFD")
     parser.add_argument("--strict", action="store_true", help="with --stream: invalid or incomplete UTF-8 is an error")
     parser.add_argument(
         "--skip-special", action="store_true", help="with --stream: special tokens (EOS, ...) give no text"
@@ -67,6 +74,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         raise UserError(f"unrecognized arguments: {' '.join(beam_args)}")
     if args.stream and args.id is not None:
         raise UserError("--id goes with --input, not --stream")
+    if args.jsonl and args.stream:
+        raise UserError("--jsonl goes with --input, not --stream")
     if args.strict and not args.stream:
         raise UserError("--strict goes with --stream")
     if args.skip_special and not args.stream:
@@ -77,15 +86,16 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         if args.stream:
             decode_stream(tokenizer, sys.stdin.fileno(), out, strict=args.strict, skip_special=args.skip_special)
         else:
-            decode_shards(tokenizer, args.input, out, only_id=args.id)
+            decode_shards(tokenizer, args.input, out, only_id=args.id, jsonl=args.jsonl)
     except BrokenPipeError:
         # The reader went away (`| head`): not an error; silence the final flush.
         os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
     return 0
 
 
-def decode_shards(tokenizer: Tokenizer, patterns: list[str], out: BinaryIO, only_id: str | None = None) -> int:
-    """Writes the documents of the shards to ``out``; returns how many."""
+def decode_shards(tokenizer: Tokenizer, patterns: list[str], out: BinaryIO, only_id: str | None = None,
+                  jsonl: bool = False) -> int:
+    """Writes the documents of the shards to ``out`` (as JSON lines with ``jsonl``); returns how many."""
     try:
         paths = match_inputs([_shards_pattern(pattern) for pattern in patterns])
     except FileNotFoundError as e:
@@ -97,7 +107,7 @@ def decode_shards(tokenizer: Tokenizer, patterns: list[str], out: BinaryIO, only
         except Exception as e:  # noqa: BLE001 - FileSystems wraps OS and cloud errors in several types
             raise UserError(f"cannot read {path}: {type(e).__name__}") from None
         with f:
-            written += _decode_shard(tokenizer, path, _open_shard(tokenizer, path, f), out, only_id)
+            written += _decode_shard(tokenizer, path, _open_shard(tokenizer, path, f), out, only_id, jsonl)
     if only_id is not None and not written:
         raise UserError(f"no document with id {only_id!r} in {', '.join(patterns)}")
     return written
@@ -130,7 +140,7 @@ def _open_shard(tokenizer: Tokenizer, path: str, f) -> pq.ParquetFile:
 
 
 def _decode_shard(tokenizer: Tokenizer, path: str, parquet: pq.ParquetFile, out: BinaryIO,
-                  only_id: str | None) -> int:
+                  only_id: str | None, jsonl: bool = False) -> int:
     """Writes one shard's documents (or the one with ``only_id``) to ``out``; returns how many."""
     eos_id, bos_id = shard_eos_id(parquet.schema_arrow), shard_bos_id(parquet.schema_arrow)
     row = written = 0
@@ -141,7 +151,10 @@ def _decode_shard(tokenizer: Tokenizer, path: str, parquet: pq.ParquetFile, out:
         for i in range(batch.num_rows):
             row += 1
             try:
-                _write_document(tokenizer, tokens[i].values, eos_id, bos_id, out)
+                if jsonl:
+                    _write_json_document(tokenizer, ids[i].as_py(), tokens[i].values, eos_id, bos_id, out)
+                else:
+                    _write_document(tokenizer, tokens[i].values, eos_id, bos_id, out)
             except ValueError as e:  # an ID outside the vocabulary: a damaged or foreign shard
                 doc_id = ids[i].as_py()
                 where = f"document {doc_id!r}" if only_id is not None else f"row {row} (id {doc_id!r})"
@@ -160,6 +173,24 @@ def _write_document(tokenizer: Tokenizer, tokens, eos_id: int | None, bos_id: in
     first, end = document_span(n, *ends, eos_id, bos_id)
     for start in range(first, end, DECODE_IDS):
         out.write(decode_tokens(tokenizer, tokens.slice(start, min(DECODE_IDS, end - start)).to_pylist()))
+
+
+def _write_json_document(tokenizer: Tokenizer, doc_id: str, tokens, eos_id: int | None, bos_id: int | None,
+                         out: BinaryIO) -> None:
+    """Writes one row's document as a line ``{"id": ..., "text": ...}`` (what ``json.dumps``
+    of that object with ``ensure_ascii=False`` gives), without the EOS and BOS that encoding
+    added. The text is the stream decoder's (invalid UTF-8 becomes U+FFFD), escaped
+    ``DECODE_IDS`` tokens at a time: JSON escapes each character on its own, so the
+    pieces make the whole string."""
+    n = len(tokens)
+    ends = (tokens[0].as_py(), tokens[n - 1].as_py()) if n else (None, None)
+    first, end = document_span(n, *ends, eos_id, bos_id)
+    decoder = tokenizer.stream_decoder()
+    out.write(f'{{"id": {json.dumps(doc_id, ensure_ascii=False)}, "text": "'.encode("utf-8"))
+    for start in range(first, end, DECODE_IDS):
+        text = decoder.feed(tokens.slice(start, min(DECODE_IDS, end - start)).to_pylist())
+        out.write(json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8"))
+    out.write(json.dumps(decoder.flush(), ensure_ascii=False)[1:-1].encode("utf-8") + b'"}\n')
 
 
 class _StreamState:

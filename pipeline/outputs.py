@@ -394,12 +394,12 @@ def read_dead_letters(directory: str) -> list[dict]:
 def dead_letter_lines(dead_letters: list[dict], directory: str) -> list[str]:
     """The summary of the dead letters: how many, where, and the first few."""
     where = FileSystems.join(directory, DEAD_LETTERS_DIR)
-    lines = [f"{len(dead_letters)} input record(s) could not be read; all are listed in {where}/"]
+    lines = [f"{len(dead_letters):,} input record(s) could not be read; all are listed in {where}/"]
     for d in dead_letters[:SHOWN_DEAD_LETTERS]:
         record = "whole file" if d["record"] == -1 else f"record {d['record']}"
         lines.append(f"  {d['file']} ({record}): {d['reason']}")
     if len(dead_letters) > SHOWN_DEAD_LETTERS:
-        lines.append(f"  ... and {len(dead_letters) - SHOWN_DEAD_LETTERS} more")
+        lines.append(f"  ... and {len(dead_letters) - SHOWN_DEAD_LETTERS:,} more")
     return lines
 
 
@@ -425,7 +425,7 @@ def fail_if_strict(strict: bool, directory: str, outcome: str) -> None:
     dead_letters = read_dead_letters(directory)
     if dead_letters:
         print_dead_letters(dead_letters, directory, file=sys.stderr)
-        raise UserError(f"{len(dead_letters)} input records could not be read (--strict); {outcome}")
+        raise UserError(f"{len(dead_letters):,} input records could not be read (--strict); {outcome}")
 
 
 def size(n: int | None) -> str:

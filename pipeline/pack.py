@@ -162,9 +162,9 @@ def publish(args: argparse.Namespace, output: outputs.StagedOutput, inputs: Shar
         stats["encode"] = encoded
     output.publish(stats)
     print(
-        f"beam-bpe pack: {stats['sequences']} sequences of {stats['sequence_length']} tokens "
-        f"({stats['splits']['train']['sequences']} train, {stats['splits']['validation']['sequences']} validation), "
-        f"{stats['tokens']} real tokens, {stats['padding_tokens']} padding, {stats['dropped_tokens']} dropped, "
+        f"beam-bpe pack: {stats['sequences']:,} sequences of {stats['sequence_length']:,} tokens "
+        f"({stats['splits']['train']['sequences']:,} train, {stats['splits']['validation']['sequences']:,} validation), "
+        f"{stats['tokens']:,} real tokens, {stats['padding_tokens']:,} padding, {stats['dropped_tokens']:,} dropped, "
         f"in {args.output} ({describe_runner(options)})",
         file=sys.stderr,
     )

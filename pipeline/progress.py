@@ -11,7 +11,8 @@ On a terminal it is a tqdm bar of the files done, with the documents and bytes
 read beside it, redrawn every second. Anywhere else (a log) it is one plain
 line every ``every`` seconds, the first after that long, and a last one when
 the job succeeds if any was printed: a short job prints nothing more. Only
-stderr is written; stdout never.
+stderr is written; stdout never. Once every file is read the job still combines
+and writes, with the bar at 100%: the line then says so (``FINISHING``).
 
 The counters come from the running job: on our DirectRunner (Beam's
 FnApiRunner with the start-up machinery on, ``pipeline.runtime.runner``) from
@@ -46,6 +47,8 @@ READ = (("documents", metrics.key("read", "documents"), False), ("bytes", metric
 PACKED = (("sequences", metrics.key("pack", "sequences"), False), ("tokens", metrics.key("pack", "real_tokens"), False))
 FILES_DONE = metrics.key("read", "files_done")
 DEFAULT_EVERY = "10"
+# What a job does after its last file is read, said at the end of the line until it is done.
+FINISHING = "all files read, combining and writing the results"
 _TERMINAL_EVERY = 1.0  # seconds between two redraws of the bar
 
 
@@ -228,6 +231,8 @@ class _Display:
                 self._write(f"beam-bpe {p.command}: {p.phase}: the runner gives no counters (yet) while the job "
                             "runs; showing the elapsed time")
             text = describe(counters, p.fields, p.files, files_done, time.monotonic() - self._started)
+            if p.files and not final and (files_done or 0) >= p.files:
+                text += f"; {FINISHING}"
             if self.terminal:
                 self._draw_bar(text, files_done)
             elif self._printed or not final:

@@ -92,7 +92,8 @@ def _check_runner(options: PipelineOptions) -> None:
     if "dask" in name.lower():
         raise UserError(
             f"--runner {name} is not supported: Beam's DaskRunner silently drops elements of "
-            "multi-branch pipelines and file sinks; use DirectRunner, or Flink/Spark/Dataflow (see configs/)"
+            "multi-branch pipelines and file sinks; use DirectRunner, or Flink/Spark/Dataflow "
+            "(train's presets: --config flink, spark or dataflow)"
         )
     if is_direct(options) or "." in name:
         return  # a class path: Beam imports it when the job starts

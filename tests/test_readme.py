@@ -118,6 +118,31 @@ ORGANISATION = re.compile(
     r" sessions?\b|\bthis VM\b|\bsession\b|\bhelper\b", re.I)
 
 
+def test_the_command_reference_names_every_flag_of_every_command():
+    """docs/cli.md's synopsis lists each command's flags, exactly those its parser knows."""
+    import argparse
+    import importlib
+
+    from pipeline import cli
+
+    synopsis = FENCE.search((REPO / "docs" / "cli.md").read_text(encoding="utf-8")).group(2)
+    documented: dict[str, set[str]] = {}
+    command = None
+    for line in synopsis.splitlines():
+        words = line.split("#", 1)[0].split()
+        if words[:1] == ["beam-bpe"] and len(words) > 1:
+            command = "" if words[1].startswith("-") else words[1]  # "": beam-bpe's own flags
+        if command is not None:
+            documented.setdefault(command, set()).update(re.findall(r"(?<![\w-])--[a-z][a-z-]*", " ".join(words)))
+    assert documented.pop("") == {"--version"}
+    assert sorted(documented) == sorted(cli.COMMANDS)
+    for name, (module_name, _) in cli.COMMANDS.items():
+        parser = argparse.ArgumentParser(prog=name)
+        importlib.import_module(module_name).add_arguments(parser)
+        flags = {s for action in parser._actions for s in action.option_strings if s.startswith("--")} - {"--help"}
+        assert documented[name] == flags, (name, sorted(flags - documented[name]), sorted(documented[name] - flags))
+
+
 @pytest.mark.parametrize("page", [*PAGES, "benchmarks/RESULTS.md"])
 def test_a_page_describes_the_work_not_how_it_was_organised(page):
     assert ORGANISATION.findall(_text(page)) == []

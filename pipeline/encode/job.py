@@ -126,9 +126,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     stats["verified_documents"] = verified_documents(result)
     output.publish(stats)
     print(
-        f"beam-bpe encode: {stats['documents']} documents, {stats['tokens']} tokens "
-        f"({stats['bytes_per_token']:.2f} bytes/token), {stats['dead_letters']} dead letters, "
-        f"{len(stats['shards'])} shards in {args.output} ({describe_runner(options)})",
+        f"beam-bpe encode: {stats['documents']:,} documents, {stats['tokens']:,} tokens "
+        f"({stats['bytes_per_token']:.2f} bytes/token), {stats['dead_letters']:,} dead letters, "
+        f"{len(stats['shards']):,} shards in {args.output} ({describe_runner(options)})",
         file=sys.stderr,
     )
     outputs.fail_if_strict(args.strict, args.output, f"the shards and stats.json are written to {args.output}")

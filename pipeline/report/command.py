@@ -106,8 +106,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         f"{t['name']} {t['total']['bytes_per_token'] or 0:.2f} bytes/token" for t in report["tokenizers"]
     )
     print(
-        f"beam-bpe report: {corpus['documents']} documents ({corpus['bytes']} bytes, {corpus['sources']} sources), "
-        f"{corpus['dead_letters']} dead letters; {summary} ({describe_runner(options)})\n"
+        f"beam-bpe report: {corpus['documents']:,} documents ({corpus['bytes']:,} bytes, {corpus['sources']:,} sources), "
+        f"{corpus['dead_letters']:,} dead letters; {summary} ({describe_runner(options)})\n"
         f"  report: {FileSystems.join(args.output, REPORT_FILE)}\n"
         f"  page:   {FileSystems.join(args.output, PAGE_FILE)}",
         file=sys.stderr,

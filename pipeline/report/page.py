@@ -34,6 +34,13 @@ CHECK_TEXTS = (
 )
 
 
+# C0 controls but tab, LF and CR, and DEL, as numeric character references: the HTML
+# parser turns them back into the same characters, so the page shows what raw bytes
+# showed while the file stays text (grep, diff). A NUL, which the parser drops from
+# text, is dropped here. Byte tokens 0x00-0x1F put them in the token lists.
+_CONTROLS = {0: "", **{c: f"&#x{c:x};" for c in (*range(1, 9), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F)}}
+
+
 def _asset(name: str) -> str:
     return resources.files("pipeline.report").joinpath("assets", name).read_text(encoding="utf-8")
 
@@ -288,7 +295,8 @@ def render_page(
         ("visualizer", "Token visualizer", _visualizer(report, tokenizers)),
         ("live", "Live box", _live_box(report)),
     ]
-    body = "".join(f'<section id="{sid}"><h2>{escape(title)}</h2>{html}</section>' for sid, title, html in sections)
+    body = "".join(f'<section id="{sid}"><h2>{escape(title)}</h2>{html}</section>'
+                   for sid, title, html in sections).translate(_CONTROLS)
     # The policy forbids every request: nothing on the page can reach the network.
     policy = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
     return (

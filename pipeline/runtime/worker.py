@@ -42,6 +42,7 @@ import sys
 import traceback
 from typing import NoReturn, Sequence
 
+from pipeline import disk_full
 from pipeline.runtime import beam_import
 
 __all__ = ["WARM_FLAG", "import_ahead", "run_forked", "settle"]
@@ -53,6 +54,7 @@ def settle() -> None:
     """What a worker process does first: no terminal output but tracebacks, no Ctrl-C,
     Beam imported without pandas for good (see the module's docstring)."""
     logging.getLogger().handlers[:] = [logging.NullHandler()]  # before Beam's import, on purpose
+    sys.stderr = disk_full.QuietStderr(sys.stderr)  # a full disk: the command says it in one line
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     beam_import.import_beam(for_good=True)
 

@@ -32,7 +32,7 @@ import bpe
 from bpe.pretokenize import compile_pattern
 from bpe.training.trainer import MAX_TOKEN_ID, vocab_size_problem
 from pipeline import outputs, progress, runtime
-from pipeline.config import Setting, default_help, resolve
+from pipeline.config import Setting, default_help, preset_names, resolve
 from pipeline.errors import UserError
 from pipeline.interrupts import interrupting_signal, sigterm_as_interrupt
 from pipeline.train.resume import (
@@ -101,9 +101,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=h("min_word_count", "drop pieces seen fewer times in the corpus before training"))
     parser.add_argument("--word-counts", metavar="FILE",
                         help="train from this word-count table instead of reading --input")
-    parser.add_argument("--config", action="append", default=[], metavar="FILE.yaml",
+    parser.add_argument("--config", action="append", default=[], metavar="FILE.yaml|PRESET",
                         help="flag values from YAML (keys = flag names with underscores, "
-                        "beam_options = Beam flags); command-line flags win; repeatable")
+                        f"beam_options = Beam flags), or a shipped preset by name ({', '.join(preset_names())}); "
+                        "command-line flags win; repeatable")
     parser.add_argument("--strict", action="store_true", default=None,
                         help="fail (exit 2) if any input record could not be read")
     progress.add_arguments(parser, from_config=True)
@@ -227,9 +228,9 @@ def _write_results(tokenizer: bpe.Tokenizer, output: str, stats: TrainStats, sta
     stats.seconds["total"] = round(time.monotonic() - started, 3)
     outputs.write_atomic(stats_path, stats.to_json(), mime_type="application/json")
     checkpoint.remove()  # only now: until tokenizer.json is whole, --resume needs it
-    print("\n".join(summary_lines(stats, tokenizer_path, stats_path, output)))
+    print("\n".join(summary_lines(stats, tokenizer_path, stats_path, output)), file=sys.stderr)
     if stats.dead_letters:
-        outputs.print_dead_letters(outputs.read_dead_letters(output), output)
+        outputs.print_dead_letters(outputs.read_dead_letters(output), output, file=sys.stderr)
 
 
 def run_count_job(args: argparse.Namespace, output: str, options,

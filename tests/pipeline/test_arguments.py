@@ -9,6 +9,7 @@ files, --runner, decode --stream input, output paths) are one line too.
 
 import json
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -218,3 +219,38 @@ def test_encode_with_pack_refuses_a_pad_id_it_cannot_use(tokenizer, shards, tmp_
     err = capsys.readouterr().err  # the tokenizer's engine is named first: the check needs its vocabulary
     assert err.splitlines()[-1].startswith(f"beam-bpe encode: error: {message}") and "Traceback" not in err
     assert not (out / "stats.json").exists() and not (out / ".staging").exists()
+
+
+def test_every_command_prints_its_summary_on_stderr_with_thousands_separators(tokenizer, tmp_path, capfd):
+    """stdout is for what a user pipes (decode's documents); every summary line goes to
+    stderr, and its numbers have thousands separators."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"line {i} of the summary corpus\n" for i in range(1200)))
+    commands = {
+        "train": ["train", "--no-progress", "--input", str(corpus), "--vocab-size", "260",
+                  "--output", str(tmp_path / "tok"), *IN_MEMORY],
+        "encode": ["encode", "--tokenizer", tokenizer, "--input", str(corpus), "--output", str(tmp_path / "shards"),
+                   *IN_MEMORY],
+        "pack": ["pack", "--input", str(tmp_path / "shards"), "--seq-len", "8", "--output", str(tmp_path / "packed"),
+                 *IN_MEMORY],
+        "report": ["report", "--tokenizer", tokenizer, "--input", str(corpus), "--output", str(tmp_path / "report"),
+                   *IN_MEMORY],
+    }
+    for name, argv in commands.items():
+        capfd.readouterr()
+        assert cli.main(argv) == 0, name
+        captured = capfd.readouterr()
+        assert captured.out == "", (name, captured.out)
+        summary = [line for line in captured.err.splitlines() if line.startswith(f"beam-bpe {name}: ")]
+        assert re.search(r"\b\d,\d{3}\b", " ".join(summary)), (name, captured.err)
+        words = " ".join(word for line in summary for word in line.split() if "/" not in word)  # paths aside
+        assert not re.search(r"\b\d{4,}\b", words), (name, summary)  # 1,200, never 1200: one style
+
+
+def test_version_prints_the_installed_version(capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"beam-bpe {version('beam-bpe')}\n"

@@ -5,9 +5,11 @@ without it is an incomplete run, whose leftovers a rerun removes; a directory
 with it is refused unless --overwrite.
 """
 
+import errno
 import json
 import os
 import pathlib
+import random
 import signal
 import subprocess
 import sys
@@ -158,3 +160,64 @@ def test_help_documents_the_completion_marker(capsys):
         cli.main(["encode", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "stats.json is written last as the completion marker" in text and "--overwrite" in text
+
+
+def _small_corpus(root: pathlib.Path, lines: int = 300) -> str:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "in.txt").write_text("".join(f"line {i}: {multilingual(1)[i % 5][:60]}\n" for i in range(lines)))
+    return str(root / "in.txt")
+
+
+@pytest.mark.parametrize("command", ["encode", "pack"])
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT], ids=["ENOSPC", "EDQUOT"])
+def test_a_full_disk_ends_in_one_line_and_the_rerun_cleans_up(tokenizer, tmp_path, capsys, monkeypatch, command, code):
+    tok, tok_path = tokenizer
+    corpus = _small_corpus(tmp_path / "in")
+    shards = tmp_path / "shards"
+    assert cli.main(["encode", "--tokenizer", tok_path, "--input", corpus, "--output", str(shards), *IN_MEMORY]) == 0
+    out = tmp_path / "out"
+    argv = {
+        "encode": ["encode", "--tokenizer", tok_path, "--input", corpus, "--output", str(out), *IN_MEMORY],
+        "pack": ["pack", "--input", str(shards), "--seq-len", "16", "--output", str(out), *IN_MEMORY],
+    }[command]
+
+    def disk_full(*args, **kwargs):
+        raise OSError(code, os.strerror(code))
+
+    capsys.readouterr()
+    with monkeypatch.context() as patched:
+        patched.setattr(pq.ParquetWriter, "write_table", disk_full)
+        exit_code = cli.main(argv)
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith(f"beam-bpe {command}: engine")]
+    assert exit_code == 1 and len(lines) == 1, err
+    what = "no space left on device" if code == errno.ENOSPC else "disk quota exceeded"
+    assert lines[0].startswith(f"beam-bpe {command}: error: {what} while writing {out}: "), lines[0]
+    assert lines[0].endswith("; nothing was marked complete; free space and rerun the same command"), lines[0]
+    assert not (out / "stats.json").exists()
+
+    assert cli.main(argv) == 0  # space again: the rerun removes the leftovers and completes
+    assert "removing leftovers of a previous run" in capsys.readouterr().err
+    assert (out / "stats.json").exists() and not (out / ".staging").exists()
+
+
+def test_a_full_tmpfs_ends_encode_in_one_line(tokenizer, tmp_path):
+    """A real full disk, in a real process: 2 MB of text into a 256 kB tmpfs (needs root; skipped elsewhere)."""
+    _, tok_path = tokenizer
+    rng = random.Random(28)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "in-0.txt").write_text("".join(
+        " ".join(f"w{rng.randrange(10**6)}" for _ in range(16)) + "\n" for _ in range(20_000)))
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("needs root to mount a tmpfs")
+    try:
+        done = run(encode_argv(tok_path, tmp_path / "in", mount / "out", "--no-progress"))
+        lines = [line for line in done.stderr.splitlines() if not line.startswith("beam-bpe encode: engine")]
+        assert done.returncode == 1 and len(lines) == 1, done.stderr[-3000:]
+        assert lines[0].startswith(f"beam-bpe encode: error: no space left on device while writing {mount / 'out'}: ")
+        assert not (mount / "out" / "stats.json").exists()
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)

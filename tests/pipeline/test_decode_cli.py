@@ -11,7 +11,7 @@ import time
 import pytest
 
 import bpe
-from pipeline import cli
+from pipeline import cli, decode
 from tests.support.real_text import multilingual
 from tests.support.toy_tokenizers import train_small
 
@@ -255,3 +255,48 @@ def test_a_directory_input_reads_only_its_shards(tokenizer, tmp_path, capfdbinar
     for directory in (f"{out}/", str(out)):
         assert cli.main(["decode", "--tokenizer", path, "--input", directory]) == 0
         assert capfdbinary.readouterr().out == expected
+
+
+def test_decode_input_jsonl_writes_one_object_per_document(tokenizer, tmp_path, capfdbinary, monkeypatch):
+    """--jsonl: one {"id", "text"} per line, in shard order; invalid UTF-8 becomes U+FFFD
+    as the stream decoder renders it, and the EOS that encode added is not in the text."""
+    import json
+
+    from tests.support.corpora import write_token_shards
+
+    tok_eos = train_small(multilingual(1), vocab_size=501, special_tokens=("<|endoftext|>",))
+    tok_path = tok_eos.save(str(tmp_path / "tok"))
+    eos = tok_eos.special_tokens["<|endoftext|>"]
+    documents = {
+        "plain": "naïve café ✓\nsecond line\n".encode(),
+        "invalid": b"caf\xe9 \xff\xfe then \xe2\x82",  # a bad byte, two, and a cut-off character
+        "empty": b"",
+        'quote "and" \\ newline\n': "tab\there \"quoted\" \u2028 \x00".encode(),
+    }
+    rows = [(doc_id, [*tok_eos.encode(data), eos]) for doc_id, data in documents.items()]
+    write_token_shards(rows[:2], tmp_path / "shards", sha256=tok_eos.sha256, vocab_size=tok_eos.vocab_size,
+                       eos_token_id=eos)
+    write_token_shards(rows[2:], tmp_path / "shards2", sha256=tok_eos.sha256, vocab_size=tok_eos.vocab_size,
+                       eos_token_id=eos)
+    shards = [str(tmp_path / "shards" / "*.parquet"), str(tmp_path / "shards2" / "*.parquet")]
+    assert cli.main(["decode", "--tokenizer", tok_path, "--input", *shards, "--jsonl"]) == 0
+    out = capfdbinary.readouterr().out
+    assert out.endswith(b"\n") and out.count(b"\n") == len(documents)  # newlines inside texts are escaped
+    lines = [json.loads(line) for line in out.decode("utf-8").split("\n")[:-1]]  # not splitlines: U+2028
+    assert lines == [{"id": doc_id, "text": data.decode("utf-8", "replace")} for doc_id, data in documents.items()]
+    assert lines[1]["text"] == "caf\ufffd \ufffd\ufffd then \ufffd"
+    streamed = tok_eos.stream_decoder()
+    assert lines[1]["text"] == streamed.feed(rows[1][1][:-1]) + streamed.flush()
+    monkeypatch.setattr(decode, "DECODE_IDS", 1)  # a document decoded a token at a time: the same line
+    assert cli.main(["decode", "--tokenizer", tok_path, "--input", *shards, "--jsonl"]) == 0
+    assert capfdbinary.readouterr().out == out
+
+    assert cli.main(["decode", "--tokenizer", tok_path, "--input", shards[0], "--id", "plain", "--jsonl"]) == 0
+    assert capfdbinary.readouterr().out == (json.dumps({"id": "plain", "text": documents["plain"].decode()},
+                                                       ensure_ascii=False) + "\n").encode()
+
+
+def test_jsonl_goes_with_input(tokenizer, capsys):
+    _, path = tokenizer
+    assert cli.main(["decode", "--tokenizer", path, "--stream", "--jsonl"]) == 2
+    assert "--jsonl goes with --input" in capsys.readouterr().err

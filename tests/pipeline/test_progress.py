@@ -86,7 +86,7 @@ def test_the_count_job_shows_documents_bytes_and_files_as_it_goes(corpus, tmp_pa
     lines = progress_lines(err)
     check_progress(lines, s["documents"])
     assert lines[-1][2] == pytest.approx(s["bytes"], abs=50_000)  # shown to a tenth of a MB
-    assert "count running" not in out and "count done" not in out  # stdout is the summary's alone
+    assert out == ""  # the progress and the summary go to stderr
 
 
 def test_no_progress_prints_none_and_the_summary_is_the_same(corpus, tmp_path, capsys):
@@ -97,10 +97,12 @@ def test_no_progress_prints_none_and_the_summary_is_the_same(corpus, tmp_path, c
                                                          "--progress-every", "0.05", *IN_MEMORY))
     assert code == 0, quiet_err
     assert not [line for line in quiet_err if "count running" in line or "count done" in line]
-    def same(text):  # the summary without its timings, in one output directory
-        return re.sub(r"in [\d.]+ s", "", text).replace(str(tmp_path / "a"), str(tmp_path / "b"))
+    def summary(err):  # the summary without its timings, in one output directory
+        lines = [line for line in err if line.startswith(("beam-bpe train: counted", "beam-bpe train: learned", "  "))]
+        return re.sub(r"in [\d.]+ s", "", "\n".join(lines)).replace(str(tmp_path / "a"), str(tmp_path / "b"))
 
-    assert same(shown_out) == same(quiet_out)
+    assert shown_out == quiet_out == ""
+    assert summary(shown_err) == summary(quiet_err) and "learned" in summary(quiet_err)
 
 
 def test_a_log_gets_no_line_before_the_first_interval(corpus, tmp_path, capsys):
@@ -179,3 +181,25 @@ def test_the_line_text():
         "1,234,567 documents, 5.6 MB, 3/3 files, 0:00:00 elapsed"  # never more done than there are
     assert describe({}, elapsed=59) == "0 documents, 0 B, 0:00:59 elapsed"
     assert describe(None, files=3, elapsed=61) == "0:01:01 elapsed"  # no counters: the time only
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["bar", "lines"])
+def test_once_every_file_is_read_the_line_says_the_job_is_combining_and_writing(terminal):
+    """The bar sits at 100% from the last file read to the job's end: it says what runs then."""
+    from pipeline.progress import FILES_DONE, Progress, _Display
+
+    class Stream(io.StringIO):
+        def isatty(self):
+            return terminal
+
+    stream = Stream()
+    display = _Display(Progress("report", "measure", files=2, every=0.05), stream, None)
+    counters = {metrics.key("read", "documents"): 10, metrics.key("read", "bytes"): 100, FILES_DONE: 1}
+    display._draw(counters, 1, final=False)
+    assert "combining" not in stream.getvalue()
+    display._draw({**counters, FILES_DONE: 2}, 2, final=False)
+    last = re.split(r"[\r\n]", stream.getvalue().rstrip("\n"))[-1]
+    assert last.endswith("2/2 files, 0:00:00 elapsed; all files read, combining and writing the results"), last
+    display._draw({**counters, FILES_DONE: 2}, 2, final=True)
+    last = re.split(r"[\r\n]", stream.getvalue().rstrip("\n"))[-1].rstrip()  # a bar pads a shorter line
+    assert last.endswith("2/2 files, 0:00:00 elapsed"), last  # done: nothing runs any more

@@ -131,3 +131,21 @@ def test_the_page_makes_no_network_request(page, browser, tmp_path):
     assert browser.requests == [path.as_uri()]
     failed = [e for e in browser.events if e.get("method") == "Network.loadingFailed"]
     assert failed == []
+
+
+def test_the_page_is_text_and_shows_control_tokens_as_before(page, browser):
+    """Byte tokens 0x00-0x1F are in the token lists: the file holds no raw control byte
+    (grep reads it as text), and the browser shows what the raw bytes showed: the same
+    characters, a NUL dropped and a CR read as LF, as the HTML parser does with raw ones."""
+    import subprocess
+
+    path, result, _ = page
+    data = path.read_bytes()
+    raw = sorted({b for b in data if (b < 0x20 and b not in b"\t\n\r") or b == 0x7F})
+    assert raw == [], raw
+    grep = subprocess.run(["grep", "-c", ".", str(path)], capture_output=True, text=True)
+    assert grep.returncode == 0 and grep.stdout.strip().isdigit(), grep.stdout
+    entries = result["tokenizers"][0]["vocabulary"]["never_produced"]["tokens"][:200]
+    assert any(e["text"] == "\x01" for e in entries) and any(e["text"] == "\x00" for e in entries)
+    shown = browser.evaluate("[...document.querySelectorAll('#never_produced-0 code.tokentext')].map(c => c.textContent)")
+    assert shown == [e["text"].replace("\x00", "").replace("\r\n", "\n").replace("\r", "\n") for e in entries]

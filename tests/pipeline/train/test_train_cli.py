@@ -5,6 +5,9 @@ import gzip
 import json
 import os
 import pathlib
+import shutil
+import subprocess
+import sys
 import sysconfig
 
 import apache_beam as beam
@@ -73,7 +76,9 @@ def test_summary_says_what_and_where(baseline, corpus, tmp_path, capsys, monkeyp
     output = str(tmp_path / "out")
     assert train("--word-counts", os.path.join(baseline, "word_counts.parquet"),
                  "--vocab-size", "300", "--output", "out") == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert captured.out == ""  # the summary goes to stderr, as every command's does
+    out = captured.err
     assert "learned 44 merges" in out
     assert os.path.join(output, "tokenizer.json") in out and os.path.join(output, "train_stats.json") in out
 
@@ -115,7 +120,7 @@ def test_config_beam_options_become_flags():
         config.beam_flags("f.yaml", "--runner=SparkRunner")
 
 
-@pytest.mark.parametrize("preset", sorted(glob.glob(str(pathlib.Path(__file__).resolve().parents[3] / "configs" / "*.yaml"))))
+@pytest.mark.parametrize("preset", sorted(glob.glob(str(pathlib.Path(config.__file__).parent / "configs" / "*.yaml"))))
 def test_shipped_config_presets_parse(preset):
     from pipeline.train.command import SETTINGS
 
@@ -125,6 +130,36 @@ def test_shipped_config_presets_parse(preset):
     # Every Beam option in a preset is one Beam knows (a typo would be dropped with a warning).
     known = PipelineOptions(flags).get_all_options(drop_default=True)
     assert {flag[2:].split("=")[0] for flag in flags} <= set(known)
+
+
+def test_a_shipped_preset_is_named_from_any_directory(baseline, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # not the checkout: the preset comes with the package
+    table = os.path.join(baseline, "word_counts.parquet")
+    assert train("--config", "gpt2-32k", "--word-counts", table, "--vocab-size", "300", "--output", "out") == 0
+    tok = bpe.Tokenizer.load(str(tmp_path / "out"))
+    assert tok.special_tokens == {"<|endoftext|>": 299}  # from the preset; --vocab-size from the command line
+
+
+def test_an_unknown_preset_lists_the_shipped_ones(tmp_path, capsys):
+    assert train("--config", "gpt2-23k", "--input", "x", "--vocab-size", "300", "--output", str(tmp_path)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("beam-bpe train: error: --config gpt2-23k: no such preset; the shipped presets are "
+                   "dataflow, flink, gpt2-32k, spark (or give the path of a .yaml file)")
+
+
+def test_a_path_is_never_taken_for_a_preset(tmp_path, capsys):
+    assert train("--config", "gpt2-32k.yaml", "--input", "x", "--vocab-size", "300", "--output", str(tmp_path)) == 2
+    assert "cannot read config file gpt2-32k.yaml" in capsys.readouterr().err
+
+
+def test_the_presets_are_installed_with_the_package(tmp_path):
+    """setup.py's package data: a build of the package holds every preset."""
+    repo = pathlib.Path(__file__).resolve().parents[3]
+    shutil.copytree(repo, tmp_path / "src", symlinks=True, ignore=shutil.ignore_patterns(".git", ".venv", "build"))
+    subprocess.run([sys.executable, "setup.py", "-q", "build_py", "--build-lib", str(tmp_path / "lib")],
+                   cwd=tmp_path / "src", check=True, capture_output=True)
+    shipped = sorted(p.name for p in (repo / "pipeline" / "configs").glob("*.yaml"))
+    assert shipped and sorted(p.name for p in (tmp_path / "lib" / "pipeline" / "configs").glob("*.yaml")) == shipped
 
 
 def test_direct_runner_defaults_and_user_flags_win():
@@ -191,9 +226,6 @@ def _fail(_):
 
 def test_train_output_is_only_our_own_lines(tmp_path):
     """What a user sees: Beam's worker processes print nothing of their start-up."""
-    import subprocess
-    import sys
-
     (tmp_path / "in.txt").write_text("hello world, hello beam\n" * 200)
     command = [sys.executable, "-m", "pipeline.cli", "train", "--input", str(tmp_path / "in.txt"),
                "--vocab-size", "300", "--output", str(tmp_path / "out"), "--direct_num_workers=2"]
@@ -240,7 +272,7 @@ def test_bad_input_is_counted_losslessly_or_dead_lettered(tmp_path, capsys):
     assert counts == expected
     s = stats(output)
     assert s["dead_letters"] == 3
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "3 input record(s) could not be read" in out and "missing field 'text'" in out
     letters = []
     for path in glob.glob(os.path.join(output, "dead_letters", "*.jsonl")):
