@@ -11,7 +11,7 @@ vocabulary. Two others show how good it is:
 
 Both run over one pre-token piece at a time, as BPE does, so the three count
 tokens over the same pieces and differ only in how a piece is spelled. Every
-single byte is a token (IDs 0..255), so every byte string has a segmentation.
+single byte is a token (under any ID), so every byte string has a segmentation.
 
 ``Vocabulary.both`` segments one piece, plainly. ``Vocabulary.counts`` gives
 the same two token counts for many pieces at once, with numpy: the tokens as a
@@ -21,7 +21,7 @@ matches, and the fewest tokens by a breadth-first search back from each
 piece's end (every token is one step, so the first time a position is reached
 gives its fewest tokens: the same numbers as the dynamic programme).
 
-    vocab = Vocabulary([tok.token_bytes(i) for i in range(256 + len(tok.merges))])
+    vocab = Vocabulary(tok.ordinary_tokens())               # ID -> bytes, any IDs
     vocab.greedy(b"lowest"), vocab.fewest(b"lowest")     # token IDs
     greedy, fewest = vocab.counts([b"low", b"est"])       # token counts per piece
 """
@@ -29,7 +29,7 @@ gives its fewest tokens: the same numbers as the dynamic programme).
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -40,17 +40,21 @@ class Vocabulary:
     """The tokens a segmentation may use, by their bytes.
 
     Args:
-      tokens: ``tokens[i]`` is the bytes of token ID ``i``; IDs 0..255 must be
-        the single bytes. Special tokens are left out by the caller: ordinary
-        text never produces them. Two IDs with the same bytes: the lower wins.
+      tokens: ID -> the token's bytes (a mapping, or a sequence indexed by ID).
+        IDs may have gaps and the single bytes any IDs, but each of the 256 must
+        be a token. Special tokens are left out by the caller: ordinary text
+        never produces them. Two IDs with the same bytes: the lower wins.
     """
 
-    def __init__(self, tokens: Sequence[bytes]):
-        if len(tokens) < 256 or any(tokens[b] != bytes([b]) for b in range(256)):
-            raise ValueError("a vocabulary starts with the 256 single bytes as IDs 0..255")
+    def __init__(self, tokens: Mapping[int, bytes] | Sequence[bytes]):
+        pairs = tokens.items() if isinstance(tokens, Mapping) else enumerate(tokens)
         self.ids: dict[bytes, int] = {}
-        for token_id, token in enumerate(tokens):
+        for token_id, token in sorted(pairs):
             self.ids.setdefault(bytes(token), token_id)
+        missing = [b for b in range(256) if bytes([b]) not in self.ids]
+        if missing:
+            raise ValueError(f"every single byte must be a token of the vocabulary; {len(missing)} are not "
+                             f"(the first: 0x{missing[0]:02x})")
 
     @cached_property
     def prefixes(self) -> set[bytes]:

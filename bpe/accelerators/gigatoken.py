@@ -15,8 +15,14 @@ the code points in ``GIGATOKEN_GAPS`` is declined (``bpe.accelerators.unicode_gu
 for a rank file, also one in ``TIKTOKEN_GAPS``.
 
 A tiktoken rank file (``kind == "tiktoken"``) is loaded with gigatoken's own
-tiktoken loader instead, which merges by the rank of the concatenated bytes:
-tiktoken's rule, the file's own semantics, so again no rank proof is needed.
+tiktoken loader instead, which builds every token from the two parts tiktoken
+ends with on the token's own bytes using only lower ranks, and panics on a
+token that ends as one part or more than two (legal in a rank file: tiktoken
+encodes it). So each rank file is proven before it is loaded:
+``bpe.engines.rank_proof.rank_file_mismatch`` finds every token built from two
+parts, and merging by those pairs giving tiktoken's IDs on every text; so
+whether gigatoken then merges by pair or by the rank of the joined bytes, its
+IDs are tiktoken's. A file that fails the proof is left to tiktoken's engine.
 Its pre-tokenizer is named by scheme (``_SCHEME_NAME``) rather than by regex.
 
 Input: the text's UTF-8 bytes (gigatoken also takes a ``str``, more slowly);
@@ -31,6 +37,7 @@ from bpe.accelerators.native_engine import NativeEngine
 from bpe.accelerators.proof import checked, preset_spelling
 from bpe.accelerators.unicode_guard import GIGATOKEN_GAPS, TIKTOKEN_GAPS
 from bpe.accelerators.vocabulary_files import pair_rank_json, rank_file
+from bpe.engines import rank_proof
 from bpe.pretokenize import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 
 NAME = "gigatoken"
@@ -105,14 +112,22 @@ class GigatokenRankEngine(GigatokenEngine):
 
 
 def build(tokenizer, proven: bool = False) -> tuple[GigatokenEngine | None, str]:
-    """(gigatoken's engine for ``tokenizer``, why) or (None, why not). ``proven`` changes nothing: no proof is needed."""
+    """(gigatoken's engine for ``tokenizer``, why) or (None, why not).
+
+    ``proven``: the O(vocabulary) proof of a rank file already passed for a
+    tokenizer with this SHA-256 (``bpe.engines.from_proof``); skip it. Our own
+    tokenizers need no proof.
+    """
     regex, why = preset_spelling(tokenizer, "gigatoken", TESTED_VERSIONS, _SCHEME_REGEX,
                                  "gigatoken runs only its built-in pre-tokenizers, not a custom pattern")
     if regex is None:
         return None, why
     if tokenizer.kind == "tiktoken":
+        mismatch = None if proven else rank_proof.rank_file_mismatch(tokenizer.ordinary_tokens())
+        if mismatch:
+            return None, mismatch
         make, semantics = (lambda: GigatokenRankEngine(rank_file(tokenizer), _SCHEME_NAME[tokenizer.pattern]),
-                           "rank-of-bytes merges as the rank file's")
+                           "rank-of-bytes merges as the rank file's (proven for this file)")
     elif tokenizer.kind == "beam-bpe":
         data = pair_rank_json(tokenizer, regex)
         if data is None:

@@ -63,8 +63,10 @@ def sample_mismatch(tokenizer, engine, name: str) -> str | None:
     for line_number, line in enumerate(SAMPLE_LINES):
         try:
             theirs = engine.encode(line)
-        except Exception as e:  # a native failure is a reason, not a crash
-            return f"{name} failed on verification sample line {line_number}: {e}"
+        except (KeyboardInterrupt, SystemExit, GeneratorExit):
+            raise
+        except BaseException as e:  # a native failure, a Rust panic included, is a reason, not a crash
+            return f"{name} failed on verification sample line {line_number}: {type(e).__name__}: {e}"
         if theirs is None:
             continue
         if [int(i) for i in theirs] != tokenizer.reference.encode(line):
@@ -74,11 +76,15 @@ def sample_mismatch(tokenizer, engine, name: str) -> str | None:
 
 def checked(tokenizer, name: str, make: Callable[[], object], why: str) -> tuple[object | None, str]:
     """(the engine ``make`` builds, ``why``) when it builds and passes ``sample_mismatch``,
-    else (None, why not); whatever the native loader raises means: not this engine."""
+    else (None, why not); whatever the native loader raises means: not this engine (a Rust
+    panic is a ``BaseException``, pyo3's ``PanicException``; only an interrupt or an exit
+    goes on up)."""
     try:
         engine = make()
-    except Exception as e:  # whatever the native loader rejects means: not this engine
-        return None, f"{name} rejected the vocabulary: {e}"
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as e:  # whatever the native loader rejects, or panics on, means: not this engine
+        return None, f"{name} rejected the vocabulary: {type(e).__name__}: {e}"
     mismatch = sample_mismatch(tokenizer, engine, name)
     if mismatch:
         return None, mismatch

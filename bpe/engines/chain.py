@@ -191,13 +191,19 @@ def _valid_text(data: str | bytes) -> str | None:
         return None
 
 
+# What ``AcceleratedEngine._unless_failing`` returns for a text the accelerator raised on.
+_FAILED = object()
+
+
 class AcceleratedEngine:
     """An accelerator (``bpe.accelerators``) for the texts it takes, the next engine down for the rest.
 
     The accelerator encodes valid text only and may decline a text it is not
     proven on (it returns None); that text, and any that is not valid UTF-8,
     goes to ``next``, the engine the chain continues with (tiktoken's or the
-    reference).
+    reference). So does a text the accelerator fails on: whatever it raises,
+    a Rust panic included (pyo3's ``PanicException`` is a ``BaseException``),
+    except an interrupt or an exit, which stop the process as they would anyway.
 
     Args:
       name: the accelerator's name (in ``ACCELERATORS``).
@@ -208,6 +214,7 @@ class AcceleratedEngine:
     Attributes:
       declined: valid texts the accelerator declined (per chunk of a text
         encoded in chunks).
+      failed: texts the accelerator raised on (per chunk alike).
     """
 
     def __init__(self, name: str, accelerator, next: TiktokenEngine | PythonEngine, proof: EngineProof):
@@ -216,6 +223,7 @@ class AcceleratedEngine:
         self.next = next
         self.proof = proof
         self.declined = 0
+        self.failed = 0
 
     @property
     def reason(self) -> str:
@@ -224,7 +232,7 @@ class AcceleratedEngine:
     @property
     def fallbacks(self) -> int:
         """Texts (documents, or chunks of a huge one) this chain encoded with another engine than the accelerator."""
-        return self.declined + self.next.fallbacks
+        return self.declined + self.failed + self.next.fallbacks
 
     def encode(self, data: str | bytes) -> list[int]:
         if len(data) > chunking.CHUNK_SIZE:
@@ -259,9 +267,11 @@ class AcceleratedEngine:
         import numpy as np
 
         if hasattr(self.accelerator, "encode_utf8"):
-            ids = self.accelerator.encode_utf8(data, None)
+            ids = self._unless_failing(self.accelerator.encode_utf8, data, None)
         else:
-            ids = self.accelerator.encode(data.decode("utf-8"))
+            ids = self._unless_failing(self.accelerator.encode, data.decode("utf-8"))
+        if ids is _FAILED:
+            ids = self.next.encode_array(data)
         return np.asarray(ids, dtype=np.uint32)
 
     def _accelerated(self, data: str | bytes):
@@ -270,20 +280,34 @@ class AcceleratedEngine:
             # An accelerator that reads UTF-8 gets the bytes as they are; ASCII needs no decoding
             # to be valid, and no guard holds an ASCII code point.
             if data.isascii():
-                ids = self.accelerator.encode_utf8(data, None)
+                ids = self._unless_failing(self.accelerator.encode_utf8, data, None)
             else:
                 text = _valid_text(data)
                 if text is None:
                     return None
-                ids = self.accelerator.encode_utf8(data, text)
+                ids = self._unless_failing(self.accelerator.encode_utf8, data, text)
         else:
             text = _valid_text(data)
             if text is None:
                 return None
-            ids = self.accelerator.encode(text)
+            ids = self._unless_failing(self.accelerator.encode, text)
+        if ids is _FAILED:
+            return None
         if ids is None:
             self.declined += 1
         return ids
+
+    def _unless_failing(self, encode: Callable, *args):
+        """``encode(*args)``, or ``_FAILED`` (counted in ``failed``) when it raises anything
+        but an interrupt or an exit: the text is then the next engine's."""
+        try:
+            return encode(*args)
+        except (KeyboardInterrupt, SystemExit, GeneratorExit):
+            raise
+        except BaseException:  # a Rust panic is a BaseException: pyo3's PanicException
+            self.failed += 1
+            return _FAILED
+
 
 
 class NormalizingEngine:

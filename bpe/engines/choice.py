@@ -84,7 +84,9 @@ def _build_accelerator(tokenizer: TokenizerLike, name: str, proven: bool):
     try:
         adapter = importlib.import_module(f"bpe.accelerators.{name}")
         return adapter.build(tokenizer, proven=proven)
-    except Exception as e:  # an adapter that fails to load means: not this engine
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as e:  # an adapter that fails to load, or panics, means: not this engine
         return None, f"{name} failed to build: {type(e).__name__}: {e}"
 
 

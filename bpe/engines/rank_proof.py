@@ -6,13 +6,22 @@ replays the merge pairs in learned order. ``rank_mismatch`` finds whether any
 text could be encoded differently by the two rules, in O(vocabulary), with the
 argument in its docstring. It is the one check both ``bpe.engines.tiktoken_check``
 and the accelerators run before they use such an engine.
+
+``rank_file_mismatch`` runs the same proof the other way round, for a tiktoken
+rank file: whether merging the pairs each token is built from (a merge list
+derived from the file) gives tiktoken's IDs, which an accelerator that loads a
+rank file as such a list must before it is used (``bpe.accelerators.gigatoken``).
 """
 
 from __future__ import annotations
 
-from bpe.decoder import vocabulary_bytes
+import dataclasses
+from typing import Mapping
 
-__all__ = ["rank_mismatch"]
+from bpe.decoder import vocabulary_bytes
+from bpe.tokenizer_file.tiktoken_file import derive_merges
+
+__all__ = ["rank_file_mismatch", "rank_mismatch"]
 
 
 def rank_mismatch(tokenizer) -> str | None:
@@ -70,6 +79,41 @@ def rank_mismatch(tokenizer) -> str | None:
         return (f"token {token_id}'s own bytes do not encode to it by replaying the merges "
                 f"(tiktoken gives the token itself)")
     return None
+
+
+def rank_file_mismatch(tokens: Mapping[int, bytes]) -> str | None:
+    """Why merging a rank file's tokens by the two parts each is built from could encode some
+    text differently from tiktoken, or None.
+
+    ``tokens``: the file's rank (ID) -> token bytes. A token's parts are the two
+    it ends as when tiktoken merges its own bytes with the lower ranks only
+    (``tiktoken_file.derive_merges``); a file holding a token that ends as one
+    part or more than two is a mismatch, naming the token (tiktoken encodes it,
+    a merge list cannot make it). Otherwise the merges, renumbered into our
+    contract (byte b is ID b; the longer tokens take 256, 257, ... in rank order,
+    which keeps tiktoken's order of their ranks and so its IDs up to the
+    renumbering), go through ``rank_mismatch``: None means that replaying them
+    pair by pair gives tiktoken's IDs on every text. O(vocabulary).
+    """
+    ranks = {data: rank for rank, data in tokens.items()}
+    try:
+        merges = derive_merges(ranks)
+    except ValueError as e:
+        return str(e)
+    longer = sorted(rank for rank, data in tokens.items() if len(data) > 1)
+    ours = {rank: data[0] for rank, data in tokens.items() if len(data) == 1}
+    ours.update((rank, 256 + i) for i, rank in enumerate(longer))
+    mismatch = rank_mismatch(_Merges([(ours[left], ours[right]) for left, right in merges]))
+    if mismatch:
+        return f"merging the pairs the tokens are built from is not tiktoken's rule here: {mismatch}"
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Merges:
+    """A merge list in our contract: what ``rank_mismatch`` reads of a tokenizer."""
+
+    merges: list[tuple[int, int]]
 
 
 class _MergeTable:

@@ -1,7 +1,7 @@
 """``beam-bpe report``: how well one or more tokenizers fit a corpus -> report.json + index.html.
 
-    beam-bpe report --tokenizer tok/ [--tokenizer other/] --input 'corpus/*.jsonl.gz' \
-        --output report/ [--sample-documents N] [--source-field F] [Beam pipeline options]
+    beam-bpe report --tokenizer tok/ [--tokenizer other/] [--tokenizer r.tiktoken --tokenizer-preset NAME] \
+        --input 'corpus/*.jsonl.gz' --output report/ [--sample-documents N] [--source-field F] [Beam pipeline options]
 
 A Beam job reads the corpus with the reader of train and encode (bad records
 go to ``DIR/dead_letters/``), measures every document with every tokenizer
@@ -23,8 +23,8 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from bpe import proof_cache
-from bpe.tokenizer import Tokenizer, TokenizerFileError
-from pipeline import outputs, progress, runtime
+from bpe.tokenizer import Tokenizer
+from pipeline import outputs, progress, runtime, tokenizer_flags
 from pipeline.errors import UserError
 from pipeline.report.json_report import build_report
 from pipeline.report.measures import read_measures, write_measures
@@ -33,7 +33,6 @@ from pipeline.runners import describe_runner, pipeline_options
 from transforms.dead_letters import WriteDeadLetters
 from transforms.read import FORMATS, ReadDocuments, match_inputs
 from transforms.report import MeasureTokenizers, combine_measures
-from transforms.tokenizer_loading import load_tokenizer
 
 REPORT_FILE = "report.json"
 PAGE_FILE = "index.html"
@@ -42,10 +41,7 @@ RESULTS = (PAGE_FILE, f"{outputs.DEAD_LETTERS_DIR}/{outputs.DEAD_LETTER_GLOB}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--tokenizer", required=True, action="append",
-        help="tokenizer.json, or a directory holding it (repeat to compare several side by side)",
-    )
+    tokenizer_flags.add_several_arguments(parser)
     parser.add_argument("--input", required=True, action="append", help="input glob (repeatable)")
     parser.add_argument("--output", required=True, help="directory for report.json, index.html and dead_letters/")
     parser.add_argument("--format", default="auto", help=f"input format: {', '.join(FORMATS)} (default auto)")
@@ -72,7 +68,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     args.output = outputs.absolute(args.output)
     tokenizer_paths = [outputs.absolute(path) for path in args.tokenizer]
     output = outputs.StagedOutput(args.output, RESULTS, marker=REPORT_FILE, command="report")
-    tokenizers = _check_arguments(args, tokenizer_paths)
+    presets, tokenizers = map(list, zip(*_check_arguments(args, tokenizer_paths)))
     # Which engine gives each tokenizer's IDs is proven here, once (O(vocabulary)), or read from the proof cache.
     proofs = [proof_cache.proven(tokenizer) for tokenizer in tokenizers]
     staging = output.staging
@@ -83,7 +79,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         args.input, format=args.format, text_field=args.text_field, id_field=args.source_field
     )
     measures = read.documents | "Measure" >> MeasureTokenizers(
-        tokenizer_paths, proofs=proofs, source_field=args.source_field,
+        tokenizer_paths, tokenizer_presets=presets, proofs=proofs, source_field=args.source_field,
         sample_documents=args.sample_documents, vocab_sizes=[t.vocab_size for t in tokenizers],
         check_texts=CHECK_TEXTS, per_tokenizer=live_pattern,
     )
@@ -115,8 +111,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     return 0
 
 
-def _check_arguments(args: argparse.Namespace, paths: list[str]) -> list[Tokenizer]:
-    """Fails before the job on any user mistake; returns the tokenizers."""
+def _check_arguments(args: argparse.Namespace, paths: list[str]) -> list[tuple[str | None, Tokenizer]]:
+    """Fails before the job on any user mistake; returns each tokenizer with its preset."""
     if args.format not in FORMATS:
         raise UserError(f"unknown --format {args.format!r} (choose from {', '.join(FORMATS)})")
     if args.sample_documents < 0:
@@ -126,13 +122,7 @@ def _check_arguments(args: argparse.Namespace, paths: list[str]) -> list[Tokeniz
     if args.source_field is not None and args.format == "text":
         raise UserError("--source-field needs jsonl or parquet input (text lines have no fields)")
     progress.check_arguments(args)
-    tokenizers = []
-    for path in paths:
-        try:
-            # Maybe read by this command an instant ago when it made its workers (pipeline.runtime.warm_workers).
-            tokenizers.append(load_tokenizer(path))
-        except TokenizerFileError as e:
-            raise UserError(str(e)) from None
+    tokenizers = tokenizer_flags.load_several(args, paths)
     try:
         files = match_inputs(args.input)
     except FileNotFoundError as e:

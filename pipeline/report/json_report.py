@@ -70,22 +70,24 @@ def _token(tokenizer: Tokenizer, token_id: int, count: int | None = None) -> dic
 
 
 def vocabulary_use(tokenizer: Tokenizer, counts: np.ndarray, rare_below: int) -> dict:
-    """The use of the ordinary tokens (IDs below the special tokens, which text never produces)."""
-    ordinary = counts[: 256 + len(tokenizer.merges)]
+    """The use of the ordinary tokens (neither special nor added: the tokens text is spelled with),
+    under their own IDs, which need not be 0..N-1 (a gap, added tokens between them)."""
+    spelled = {*tokenizer.special_tokens.values(), *tokenizer.added_tokens.values()}  # a HF vocab lists them too
+    ids = np.array([i for i in tokenizer.ordinary_ids() if i not in spelled], dtype=np.int64)
+    ordinary = counts[ids]
     never = np.flatnonzero(ordinary == 0)
     rare = np.flatnonzero((ordinary > 0) & (ordinary < rare_below))
-    rare = rare[np.lexsort((rare, ordinary[rare]))]  # by count, then ID
-    ids = np.arange(len(ordinary))
-    longest = np.lexsort((ids, -token_lengths(tokenizer)[: len(ordinary)]))[:LONGEST_TOKENS]  # by length, then ID
+    rare = rare[np.lexsort((ids[rare], ordinary[rare]))]  # by count, then ID
+    longest = np.lexsort((ids, -token_lengths(tokenizer)[ids]))[:LONGEST_TOKENS]  # by length, then ID
     return {
         "ordinary_tokens": len(ordinary),
         "produced": int((ordinary > 0).sum()),
-        "never_produced": {"count": len(never), "tokens": [_token(tokenizer, int(i)) for i in never]},
+        "never_produced": {"count": len(never), "tokens": [_token(tokenizer, int(ids[i])) for i in never]},
         "rare": {
             "below": rare_below, "count": len(rare),
-            "tokens": [_token(tokenizer, int(i), int(ordinary[i])) for i in rare],
+            "tokens": [_token(tokenizer, int(ids[i]), int(ordinary[i])) for i in rare],
         },
-        "longest": [_token(tokenizer, int(i), int(ordinary[i])) for i in longest],
+        "longest": [_token(tokenizer, int(ids[i]), int(ordinary[i])) for i in longest],
         "rank_frequency": rank_frequency(ordinary),
     }
 

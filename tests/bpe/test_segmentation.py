@@ -75,9 +75,20 @@ def test_ids_are_the_vocabulary_ids_and_duplicates_keep_the_lowest():
     assert vocabulary.fewest(b"") == [] and vocabulary.greedy(b"") == []
 
 
-def test_the_vocabulary_must_start_with_the_bytes():
-    with pytest.raises(ValueError, match="256 single bytes"):
+def test_the_vocabulary_must_hold_every_single_byte():
+    with pytest.raises(ValueError, match="every single byte must be a token.*255 are not"):
         Vocabulary([b"a"] * 256)
+
+
+def test_byte_tokens_at_any_ids_and_gaps_between_ids():
+    """A Hugging Face file's or a rank file's vocabulary: the bytes under other IDs, a gap."""
+    permuted = {1000 + (b * 7) % 256: bytes([b]) for b in range(256)}
+    vocabulary = Vocabulary({**permuted, 5: b"ab", 9000: b"abc", 12: b"cde"})
+    by_bytes = {data: token_id for token_id, data in permuted.items()}
+    assert vocabulary.greedy(b"abcdex") == [9000, by_bytes[b"d"], by_bytes[b"e"], by_bytes[b"x"]]
+    assert vocabulary.fewest(b"abcdex") == [5, 12, by_bytes[b"x"]]
+    greedy, fewest = vocabulary.counts([b"abcdex", b"abc", b"zz"])
+    assert greedy.tolist() == [4, 1, 2] and fewest.tolist() == [3, 1, 2]
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,7 +1,8 @@
 """What the test modules share, one idea a module; test modules import from here,
 never from each other.
 
-    real_text          text already on this machine (stdlib, man pages) and the cl100k rank file
+    real_text          text already on this machine (stdlib, man pages), the cl100k rank file and
+                       real models' tokenizer.json files
     corpora            input files: text corpora, compressed as named, and token shards
     cli                the beam-bpe commands run in-process, and the shared runner flags
     outputs            readers of what the commands write

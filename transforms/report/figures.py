@@ -22,6 +22,9 @@ Definitions (the figures of ``beam-bpe report`` use exactly these):
   are part of a multi-byte UTF-8 sequence that continues outside the token (one
   byte of "中", or two of its three), or are invalid UTF-8.
 - A document's **source** is its input file, or the value of a source field.
+- A tokenizer that normalizes text (NFC, as Qwen2.5's file says) is measured on the
+  text as it sees it: each document in NFC. Its bytes and characters are those of
+  that text (its words, the corpus's, are counted on the documents as they are).
 """
 
 from __future__ import annotations
@@ -266,14 +269,20 @@ def measure_batch(
     counts = np.zeros((len(tokenizers), 4, size), dtype=np.int64)
     datas = [data for _, data in documents]
     for t, tokenizer in enumerate(tokenizers):
+        # A tokenizer that normalizes is measured on the text as it sees it (see the module).
+        seen, seen_datas = batch, datas
+        if tokenizer.normalizes:
+            seen_datas = [tokenizer.as_seen(data) for data in datas]
+            if seen_datas != datas:
+                seen = _Batch(seen_datas)
         if encoded is not None:
             per_doc = encoded[t]
-        elif batch.valid:  # the batch's code points, known here, spare the engine its own checks
-            per_doc = tokenizer.encode_valid(datas, batch.code_points)
+        elif seen.valid:  # the batch's code points, known here, spare the engine its own checks
+            per_doc = tokenizer.encode_valid(seen_datas, seen.code_points)
         else:
-            per_doc = [tokenizer.encode(data) for data in datas]
+            per_doc = [tokenizer.encode(data) for data in seen_datas]
         token_sources = np.repeat(doc_sources, [len(d) for d in per_doc]) if len(names) > 1 else None
-        counts[t], id_counts = _token_counts(tokenizer, batch, np.concatenate(per_doc, dtype=np.intp),
+        counts[t], id_counts = _token_counts(tokenizer, seen, np.concatenate(per_doc, dtype=np.intp),
                                              token_sources, len(names))
         figures.token_counts[t] += id_counts
 

@@ -54,10 +54,13 @@ class _Tokenizers:
       paths: the tokenizer files or directories.
       proofs: each tokenizer's ``EngineProof``, made by the driver; it names the
         engine and the SHA-256 of the file the driver read.
+      presets: each tokenizer's preset (``bpe.presets``; a rank file's pattern and
+        special tokens), None for one without.
     """
 
-    def __init__(self, paths: Sequence[str], proofs: Sequence[EngineProof]):
+    def __init__(self, paths: Sequence[str], proofs: Sequence[EngineProof], presets: Sequence[str | None] = ()):
         self.paths, self.proofs = list(paths), list(proofs)
+        self.presets = list(presets) or [None] * len(self.paths)
         self.sha256 = [proof.tokenizer_sha256 for proof in self.proofs]
         self._shared = shared.Shared()
 
@@ -66,8 +69,8 @@ class _Tokenizers:
 
     def _read(self) -> _Loaded:
         loaded = _Loaded()
-        for path, proof in zip(self.paths, self.proofs):
-            tokenizer = load_tokenizer(path, None, proof)
+        for path, preset, proof in zip(self.paths, self.presets, self.proofs):
+            tokenizer = load_tokenizer(path, preset, proof)
             try:
                 engine = tokenizer.use_proof(proof)
             except ProofMismatch:
@@ -209,9 +212,11 @@ class MeasureTokenizers(beam.PTransform):
 
     Args:
       tokenizer_paths: the tokenizers (tokenizer.json or a directory holding
-        it; local, ``gs://``, ``s3://``), in report order. Loaded here, for
-        their vocabulary sizes and proofs, unless both are given; workers load
-        them again and check each proof's SHA-256.
+        it, or a tiktoken rank file; local, ``gs://``, ``s3://``), in report order.
+        Loaded here, for their vocabulary sizes and proofs, unless both are given;
+        workers load them again and check each proof's SHA-256.
+      tokenizer_presets: per tokenizer, its preset (``bpe.presets``: a rank file's
+        pattern and special tokens) or None; () for none at all.
       proofs: each tokenizer's ``Tokenizer.prove()``, when the driver made them.
       source_field: the documents' source is their ``doc_id`` (the reader was
         given this field as the id field); None: their input file.
@@ -228,6 +233,7 @@ class MeasureTokenizers(beam.PTransform):
     """
 
     tokenizer_paths: Sequence[str]
+    tokenizer_presets: Sequence[str | None] = ()
     proofs: Sequence[EngineProof] = ()
     source_field: str | None = None
     sample_documents: int = 200
@@ -241,11 +247,14 @@ class MeasureTokenizers(beam.PTransform):
         if not self.tokenizer_paths:
             raise ValueError("MeasureTokenizers needs at least one tokenizer")
         proofs, vocab_sizes = list(self.proofs), list(self.vocab_sizes)
+        presets = list(self.tokenizer_presets) or [None] * len(self.tokenizer_paths)
+        if len(presets) != len(self.tokenizer_paths):
+            raise ValueError("MeasureTokenizers takes one preset (or None) per tokenizer")
         if not (proofs and vocab_sizes):
-            tokenizers = [Tokenizer.load(path) for path in self.tokenizer_paths]
+            tokenizers = [Tokenizer.load(path, preset=preset) for path, preset in zip(self.tokenizer_paths, presets)]
             proofs = proofs or [tokenizer.prove() for tokenizer in tokenizers]
             vocab_sizes = vocab_sizes or [tokenizer.vocab_size for tokenizer in tokenizers]
-        self._tokenizers = _Tokenizers(self.tokenizer_paths, proofs)
+        self._tokenizers = _Tokenizers(self.tokenizer_paths, proofs, presets)
         self._vocab_sizes = vocab_sizes
 
     def expand(self, documents):

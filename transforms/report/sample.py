@@ -40,11 +40,17 @@ class Segmenter:
 
     def __init__(self, tokenizer: MeasuredTokenizer):
         self.tokenizer = tokenizer
+        # The ordinary tokens under their own IDs: a rank file's or a Hugging Face file's
+        # need not be the bytes as 0..255 and merges after them, nor leave no gaps.
+        # A Hugging Face file's vocabulary lists its special and added tokens too: text is never
+        # spelled with them.
         tok = tokenizer.tokenizer
-        ordinary = tok.ordinary_tokens()
-        self.vocabulary = Vocabulary(
-            [ordinary[i] if i in ordinary else tok.token_bytes(i) for i in range(256 + len(tok.merges))]
-        )
+        spelled = {*tok.special_tokens.values(), *tok.added_tokens.values()}
+        self.vocabulary = Vocabulary({i: data for i, data in tok.ordinary_tokens().items() if i not in spelled})
+        # The reference's split: pieces, and the IDs of the Hugging Face added tokens it matches
+        # in the text (each one token whichever way a piece is spelled).
+        self._split = tokenizer.tokenizer.reference_parts()[0]
+        self._added = {token_id: text for text, token_id in tokenizer.tokenizer.added_tokens.items()}
 
     def count(self, documents: Sequence[bytes]) -> np.ndarray:
         """int64 [class, SEGMENTATION_FIELDS] over the documents' pieces (``segment``'s table)."""
@@ -55,13 +61,19 @@ class Segmenter:
 
         Each distinct piece is segmented once, and all of them together
         (``Vocabulary.counts``); BPE's tokens of a piece are those of the
-        document's IDs that end within it (tokens never cross pieces).
+        document's IDs that end within it (tokens never cross pieces). An added
+        token the text holds is a piece of one token all three ways.
         """
-        split = self.tokenizer.tokenizer.pre_tokenizer.split
         pieces: list[str] = []  # every document's pieces, one after the other
+        added: set[str] = set()  # the pieces that are added tokens
+        documents = [self.tokenizer.as_seen(data) for data in documents]  # normalized where it normalizes
         ids = [self.tokenizer.encode(data) for data in documents]
         for data in documents:
-            pieces += split(to_text(data)[0])
+            for piece in self._split(to_text(data)[0]):
+                if type(piece) is int:
+                    piece = self._added[piece]
+                    added.add(piece)
+                pieces.append(piece)
         # A piece's bytes are its text's: lone surrogates stand for invalid bytes (surrogateescape).
         distinct = list(dict.fromkeys(pieces))
         index = dict(zip(distinct, range(len(distinct))))
@@ -75,7 +87,10 @@ class Segmenter:
         if len(piece_ends) and not np.array_equal(token_ends[within - 1], piece_ends):
             raise ValueError("a token crosses a pre-token piece")
         bpe = np.diff(within, prepend=0)
-        greedy, fewest = self.vocabulary.counts(unique)
+        spelled = [i for i, piece in enumerate(distinct) if piece not in added]
+        greedy = np.ones(len(distinct), dtype=np.int64)
+        fewest = np.ones(len(distinct), dtype=np.int64)
+        greedy[spelled], fewest[spelled] = self.vocabulary.counts([unique[i] for i in spelled])
         script = text_span_classes(distinct)[which]
         columns = (np.ones(len(which), dtype=np.int64), lengths[which], bpe, greedy[which], fewest[which])
         table = np.stack(

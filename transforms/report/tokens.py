@@ -37,6 +37,7 @@ class MeasuredTokenizer:
         characters) among those of the tokens whose class is known, or ``len(kind_classes)``
         where it is not; a batch's tokens are counted per kind, and kinds are few.
       kind_classes, kind_lengths, kind_characters: int64 per kind, its class, length and characters.
+      normalizes: whether the tokenizer normalizes text: its tokens spell ``as_seen(document)``.
 
     Args:
       tokenizer: the tokenizer.
@@ -58,6 +59,15 @@ class MeasuredTokenizer:
         self.kinds = np.full(self.vocab_size, len(unique), dtype=np.int64)
         self.kinds[known] = inverse.reshape(-1)
         self._engine = engine or tokenizer.engine
+        self.normalizes = tokenizer.normalizer is not None
+
+    def as_seen(self, data: bytes) -> bytes:
+        """The document as the tokenizer sees it: normalized when it normalizes (bytes that are
+        not UTF-8 stay as they are around the text, as its reference keeps them)."""
+        if not self.normalizes:
+            return data
+        text = data.decode("utf-8", "surrogateescape")
+        return self.tokenizer.normalize(text).encode("utf-8", "surrogateescape")
 
     def encode(self, data: bytes) -> np.ndarray:
         """The document's IDs as ordinary text (no special tokens), as uint32."""
@@ -78,21 +88,29 @@ class MeasuredTokenizer:
 
 
 def token_lengths(tokenizer: Tokenizer) -> np.ndarray:
-    """int64 [vocab_size]: the length in bytes of every token."""
-    ordinary = tokenizer.ordinary_tokens()
-    return np.array(
-        [len(ordinary[i]) if i in ordinary else len(tokenizer.token_bytes(i)) for i in range(tokenizer.vocab_size)],
-        dtype=np.int64,
-    )
+    """int64 [vocab_size]: the length in bytes of every token, 0 for an ID no token has
+    (IDs may have gaps: cl100k has no 100256)."""
+    return np.array([len(data or b"") for data in _spellings(tokenizer)], dtype=np.int64)
+
+
+def _spellings(tokenizer: Tokenizer) -> list[bytes | None]:
+    """Every ID's bytes (special and added tokens spelled by their text, as ``token_bytes``
+    does), None for an ID no token has."""
+    spelled: list[bytes | None] = [None] * tokenizer.vocab_size
+    for token_id, data in tokenizer.ordinary_tokens().items():
+        spelled[token_id] = data
+    for text, token_id in {**tokenizer.added_tokens, **tokenizer.special_tokens}.items():
+        spelled[token_id] = text.encode("utf-8")
+    return spelled
 
 
 def _self_contained(tokenizer: Tokenizer) -> tuple[np.ndarray, np.ndarray]:
     """(class, characters) of every token whose bytes alone decide them (see
-    ``MeasuredTokenizer``); class -1 for the others."""
-    ordinary = tokenizer.ordinary_tokens()
+    ``MeasuredTokenizer``); class -1 for the others (and for IDs no token has)."""
     ids, texts = [], []
-    for token_id in range(tokenizer.vocab_size):
-        data = ordinary[token_id] if token_id in ordinary else tokenizer.token_bytes(token_id)
+    for token_id, data in enumerate(_spellings(tokenizer)):
+        if data is None:
+            continue
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:

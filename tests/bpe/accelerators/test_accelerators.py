@@ -13,6 +13,7 @@ adapters refuse, and that engines survive pickling.
 
 from __future__ import annotations
 
+import base64
 import importlib
 import pickle
 import unicodedata
@@ -467,3 +468,66 @@ def test_tiktokens_engine_leaves_those_code_points_to_the_reference(monkeypatch)
     assert engine.encode(text) == tokenizer.reference.encode(text)
     assert engine.encode_array(text).tolist() == tokenizer.reference.encode(text)
     assert engine.fallbacks == 2
+
+
+# -- rank files holding a token tiktoken never builds from two lower-ranked ones ---------------
+
+# Tokens after the 256 single bytes, in rank order. Each holds one token tiktoken encodes
+# although no two tokens of lower rank join into it: "hello" (its lower-ranked parts end as
+# five bytes), "xyz" (ranked below its parts "xy"), "abcdef" (three parts "ab" "cd" "ef").
+UNSPLITTABLE = {
+    "no parts": [b"ab", b"abc", b"hello", b"he", b"ll"],
+    "below its parts": [b"xyz", b"xy", b"ab", b" x"],
+    "three parts": [b"ab", b"cd", b"ef", b"abcdef", b"abcd"],
+}
+UNSPLITTABLE_TEXTS = ["hello world, hellohello xyz xyzxyz", " xyz abcdef abcdefab abc", "ab cd ef abcd xy\n",
+                      "héllo wörld ab\u0558cd", "x y z  hello  "]
+
+
+def _rank_file(tokens: list[bytes], folder) -> str:
+    """A rank file: the 256 single bytes in byte order, then ``tokens`` in order."""
+    ranks = [bytes([b]) for b in range(256)] + tokens
+    path = folder / "odd.tiktoken"
+    path.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % i for i, t in enumerate(ranks)))
+    return str(path)
+
+
+@pytest.mark.parametrize("case", UNSPLITTABLE)
+def test_a_rank_file_with_a_token_no_two_lower_ranks_make_is_encoded_as_tiktoken_does(case, tmp_path, monkeypatch):
+    """tiktoken encodes such a file; gigatoken's loader panics on it. The proof leaves the
+    accelerator out, naming the token, and the chain gives tiktoken's IDs."""
+    path = _rank_file(UNSPLITTABLE[case], tmp_path)
+    tokenizer = bpe.Tokenizer.load(path, pattern="cl100k")
+    oracle = rank_file_oracle(tokenizer)
+    proof = tokenizer.prove()
+    assert proof.engines == ("tiktoken", "python"), proof.reason
+    if _adapter_installed("gigatoken"):
+        assert "not built from two tokens of lower rank" in dict(proof.rejected)["gigatoken"]
+    for text in UNSPLITTABLE_TEXTS:
+        assert tokenizer.encode(text) == oracle.encode_ordinary(text) == tokenizer.reference.encode(text)
+        assert tokenizer.encode(text.encode()) == oracle.encode_ordinary(text)
+    # A worker handed a proof that names gigatoken (its O(vocabulary) step skipped) still never
+    # crashes: the loader's failure leaves gigatoken out of the chain.
+    forged = bpe.engines.EngineProof(tokenizer.sha256, "gigatoken", (), ("gigatoken", "tiktoken", "python"))
+    worker = bpe.Tokenizer.load(path, pattern="cl100k")
+    engine = worker.use_proof(forged)
+    assert engine.proof.engines == ("tiktoken", "python"), engine.proof.reason
+    assert worker.encode(UNSPLITTABLE_TEXTS[0]) == oracle.encode_ordinary(UNSPLITTABLE_TEXTS[0])
+
+
+def test_gigatoken_builds_for_a_generated_rank_file_whose_tokens_all_have_two_parts(gigatoken_adapter, tmp_path):
+    """The same kind of small file with every token made of two lower ranks: gigatoken heads
+    the chain and gives tiktoken's IDs."""
+    path = _rank_file([b"ab", b"he", b"ll", b"hell", b"hello", b"xy", b"xyz", b" x", b" xyz"], tmp_path)
+    tokenizer = bpe.Tokenizer.load(path, pattern="cl100k")
+    assert tokenizer.prove().engines == ("gigatoken", "tiktoken", "python"), tokenizer.prove().reason
+    oracle = rank_file_oracle(tokenizer)
+    for text in UNSPLITTABLE_TEXTS:
+        assert tokenizer.encode(text) == oracle.encode_ordinary(text)
+
+
+def _adapter_installed(name: str) -> bool:
+    from bpe.accelerators.proof import untested_version
+
+    module = importlib.import_module(f"bpe.accelerators.{name}")
+    return untested_version(name, module.TESTED_VERSIONS) is None

