@@ -9,7 +9,8 @@ that table -> ``OUT/tokenizer.json``, plus ``OUT/train_stats.json``
 (``pipeline.train.stats``).
 
 ``--word-counts FILE`` skips phase 1 and trains from an existing table, e.g.
-another vocabulary size without recounting the corpus. ``--resume`` skips a
+another vocabulary size without recounting the corpus; the table must have been
+counted with ``--pattern`` (see ``_given_word_counts``). ``--resume`` skips a
 complete phase 1 and continues the merges from their checkpoint (see
 ``pipeline.train.resume``).
 
@@ -29,14 +30,15 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 import bpe
-from bpe.pretokenize import compile_pattern
+from bpe.pretokenize import compile_pattern, resolve_pattern
 from bpe.training.trainer import MAX_TOKEN_ID, vocab_size_problem
 from pipeline import outputs, progress, runtime
 from pipeline.config import Setting, default_help, resolve
 from pipeline.errors import UserError
 from pipeline.interrupts import interrupting_signal, sigterm_as_interrupt
 from pipeline.train.resume import (
-    CHECKPOINT_FILE, COUNT_MARKER_FILE, Checkpoint, CountMarker, count_settings, file_states, fingerprint, resume_command,
+    CHECKPOINT_FILE, COUNT_MARKER_FILE, Checkpoint, CountMarker, count_settings, file_states, fingerprint,
+    recorded_count, resume_command,
 )
 from pipeline.runners import committed_counters, describe_runner, pipeline_options
 from pipeline.train.stats import TrainStats, summary_lines
@@ -65,6 +67,7 @@ SETTINGS = {
     "tie_break": Setting("str", "bytes"),
     "min_word_count": Setting("int", 1),
     "word_counts": Setting("str"),
+    "trust_word_counts": Setting("bool", False),
     "strict": Setting("bool", False),
     "no_progress": Setting("bool", False),
     "progress_every": Setting("str", progress.DEFAULT_EVERY),  # seconds, as checkpoint_every
@@ -100,7 +103,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-word-count", type=int, metavar="N",
                         help=h("min_word_count", "drop pieces seen fewer times in the corpus before training"))
     parser.add_argument("--word-counts", metavar="FILE",
-                        help="train from this word-count table instead of reading --input")
+                        help="train from this word-count table instead of reading --input; it must have been "
+                        f"counted with --pattern (as the {COUNT_MARKER_FILE} beside it records)")
+    parser.add_argument("--trust-word-counts", action="store_true", default=None,
+                        help=f"train from a --word-counts table that records no pattern (no matching "
+                        f"{COUNT_MARKER_FILE} beside it), taking it as counted with --pattern")
     parser.add_argument("--config", action="append", default=[], metavar="FILE.yaml",
                         help="flag values from YAML (keys = flag names with underscores, "
                         "beam_options = Beam flags); command-line flags win; repeatable")
@@ -120,7 +127,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     config_flags = resolve(args, SETTINGS, args.config)
     output = _check_settings(args)
     options = pipeline_options([*config_flags, *beam_args])
-    given_table = read_word_counts(args.word_counts) if args.word_counts else None  # bad: fail now
+    given_table, given_id = _given_word_counts(args) if args.word_counts else (None, None)  # bad: fail now
     files = [] if args.word_counts else _match(args.input)
     outputs.claim(output, "train", inputs=files)  # ours from here on; never the user's files
     stats = TrainStats(
@@ -136,7 +143,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
 
     if args.word_counts:
         print(f"beam-bpe train: training from {args.word_counts} (not reading any --input)", file=sys.stderr)
-        table, table_id = given_table, fingerprint(args.word_counts)
+        table, table_id = given_table, given_id
     else:
         table_id = _count_phase(args, files, output, options, stats)
         outputs.fail_if_strict(args.strict, output, f"not training. Word counts so far: {stats.word_counts}")
@@ -183,6 +190,39 @@ def _count_phase(args: argparse.Namespace, files: list[str], output: str, option
     # The files are the source of truth; counters are for reporting only.
     stats.dead_letters = len(outputs.read_dead_letters(output))
     return table_id
+
+
+def _given_word_counts(args: argparse.Namespace) -> tuple[dict, dict]:
+    """The --word-counts table, cut by --min-word-count, and what identifies it for a checkpoint.
+
+    Merges learned on pieces of one pattern are wrong for another (they can never
+    occur under it), so the table must have been counted with --pattern: the
+    count marker beside it says so, or the user vouches for a table that records
+    no pattern with --trust-word-counts.
+
+    Raises:
+      UserError: the table is unusable, was counted with another pattern, or records none.
+    """
+    table = read_word_counts(args.word_counts)
+    table_id = fingerprint(args.word_counts)
+    counted = recorded_count(outputs.absolute(args.word_counts), table_id)
+    if counted is None:
+        if not args.trust_word_counts:
+            raise UserError(
+                f"word-count table {args.word_counts} records no pattern (no {COUNT_MARKER_FILE} beside it that "
+                f"matches it): pass --trust-word-counts if it was counted with --pattern {args.pattern}"
+            )
+    elif resolve_pattern(str(counted.get("pattern"))) != resolve_pattern(args.pattern):
+        then = counted.get("pattern")
+        raise UserError(
+            f"word-count table {args.word_counts} was counted with --pattern {then}, not --pattern {args.pattern}: "
+            f"train with --pattern {then}, or count the corpus again with --pattern {args.pattern}"
+        )
+    if args.min_word_count > 1:
+        # As the count phase does: pieces seen fewer times are dropped before training.
+        table = {word: count for word, count in table.items() if count >= args.min_word_count}
+        table_id = {**table_id, "min_word_count": args.min_word_count}  # another table for --resume
+    return table, table_id
 
 
 def _merge_phase(args: argparse.Namespace, table: dict, checkpoint: Checkpoint, stats: TrainStats) -> bpe.Tokenizer:

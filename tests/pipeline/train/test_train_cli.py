@@ -5,6 +5,7 @@ import gzip
 import json
 import os
 import pathlib
+import shutil
 import sysconfig
 
 import apache_beam as beam
@@ -87,6 +88,40 @@ def test_word_counts_retrains_without_reading_input(baseline, tmp_path):
     s = stats(output)
     assert s["documents"] is None and s["runner"] is None and s["word_counts"] == table
     assert not os.path.exists(os.path.join(output, "word_counts.parquet"))
+
+
+def test_word_counts_of_another_pattern_are_refused(baseline, tmp_path, capsys):
+    # The marker beside the table records the pattern it was counted with.
+    table = os.path.join(baseline, "word_counts.parquet")
+    output = tmp_path / "out"
+    assert train("--word-counts", table, "--vocab-size", "300", "--pattern", "cl100k", "--output", str(output)) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err == [f"beam-bpe train: error: word-count table {table} was counted with --pattern gpt2, not "
+                   "--pattern cl100k: train with --pattern gpt2, or count the corpus again with --pattern cl100k"]
+    assert not output.exists()
+
+
+def test_word_counts_without_a_record_of_their_pattern_need_trust(baseline, tmp_path, capsys):
+    # A table copied away from its marker (or made elsewhere) records no pattern.
+    table = str(tmp_path / "copied.parquet")
+    shutil.copyfile(os.path.join(baseline, "word_counts.parquet"), table)
+    output = str(tmp_path / "out")
+    assert train("--word-counts", table, "--vocab-size", "300", "--output", output) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "records no pattern" in err[0] and "--trust-word-counts" in err[0], err
+    assert not os.path.exists(output)
+    assert train("--word-counts", table, "--vocab-size", "300", "--output", output, "--trust-word-counts") == 0
+    assert merges(output) == merges(baseline)[:44]
+
+
+def test_word_counts_with_min_word_count_drop_rare_pieces(baseline, tmp_path):
+    table = os.path.join(baseline, "word_counts.parquet")
+    output = str(tmp_path / "out")
+    assert train("--word-counts", table, "--vocab-size", "350", "--min-word-count", "5", "--output", output) == 0
+    kept = {word: count for word, count in word_counts(baseline).items() if count >= 5}
+    assert merges(output) == json.loads(bpe.train(kept, 350).to_json())["model"]["merges"]
+    assert merges(output) != merges(baseline)[:94]  # the rare pieces did change the merges
+    assert stats(output)["word_count_rows"] == len(kept)
 
 
 def test_config_file_with_command_line_override(baseline, tmp_path):
