@@ -72,6 +72,7 @@ SETTINGS = {
     "no_progress": Setting("bool", False),
     "progress_every": Setting("str", progress.DEFAULT_EVERY),  # seconds, as checkpoint_every
     "resume": Setting("bool", False),
+    "overwrite": Setting("bool", False),
     # Seconds, a number; "str" because config.Setting has no float kind.
     "checkpoint_every": Setting("str", "30"),
 }
@@ -117,6 +118,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true", default=None,
                         help=f"continue an interrupted run in --output: skip a complete count phase "
                         f"({COUNT_MARKER_FILE}) and continue the merges from {CHECKPOINT_FILE}")
+    parser.add_argument("--overwrite", action="store_true", default=None,
+                        help=f"replace the tokenizer of a complete run in --output ({TOKENIZER_FILE}); "
+                        "--resume continues a run there without it")
     parser.add_argument("--checkpoint-every", metavar="SECONDS",
                         help=h("checkpoint_every", f"save the merges so far to {CHECKPOINT_FILE} this often"))
 
@@ -130,6 +134,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     given_table, given_id = _given_word_counts(args) if args.word_counts else (None, None)  # bad: fail now
     files = [] if args.word_counts else _match(args.input)
     outputs.claim(output, "train", inputs=files)  # ours from here on; never the user's files
+    _check_complete(args, output)
     stats = TrainStats(
         inputs=[] if args.word_counts else list(args.input),
         files=len(files),
@@ -357,6 +362,16 @@ def _check_settings(args: argparse.Namespace) -> str:
     progress.check_arguments(args)
     args.input = [outputs.absolute(pattern) for pattern in args.input]
     return outputs.absolute(args.output)
+
+
+def _check_complete(args: argparse.Namespace, output: str) -> None:
+    """A complete tokenizer in --output is replaced only with --overwrite (or continued
+    with --resume): token shards encoded with it can be decoded with no other."""
+    if outputs.exists(FileSystems.join(output, TOKENIZER_FILE)) and not (args.overwrite or args.resume):
+        raise UserError(
+            f"{output} already holds the tokenizer of a complete run ({TOKENIZER_FILE}); "
+            "pass --overwrite to replace it, or choose another --output"
+        )
 
 
 def _check_vocabulary(vocab_size: int, specials: list[str]) -> None:

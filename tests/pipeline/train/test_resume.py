@@ -315,7 +315,7 @@ def test_an_input_rewritten_under_the_same_name_is_not_resumed_on_old_counts(cor
         f"{stat.st_size}, modified {stat.st_mtime_ns} -> {stat.st_mtime_ns + 10**9}); "
         "run without --resume to count the corpus again"
     )
-    assert train_in_process(*args) == 0  # counting again: the new words
+    assert train_in_process(*args, "--overwrite") == 0  # counting again: the new words
     with open(os.path.join(output, "train_stats.json"), encoding="utf-8") as f:
         assert json.load(f)["resumed_from_merges"] == 0
     table = pq.read_table(os.path.join(output, "word_counts.parquet"))

@@ -124,6 +124,26 @@ def test_word_counts_with_min_word_count_drop_rare_pieces(baseline, tmp_path):
     assert stats(output)["word_count_rows"] == len(kept)
 
 
+def test_a_complete_tokenizer_is_replaced_only_with_overwrite(baseline, corpus, tmp_path, capsys):
+    # Shards encoded with the old tokenizer could no longer be decoded: as encode and pack, refuse.
+    table = os.path.join(baseline, "word_counts.parquet")
+    output = str(tmp_path / "out")
+    assert train("--word-counts", table, "--vocab-size", "300", "--output", output) == 0
+    first = pathlib.Path(output, "tokenizer.json").read_bytes()
+    capsys.readouterr()
+    assert train("--word-counts", table, "--vocab-size", "350", "--output", output) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err == [f"beam-bpe train: error: {output} already holds the tokenizer of a complete run (tokenizer.json); "
+                   "pass --overwrite to replace it, or choose another --output"]
+    assert pathlib.Path(output, "tokenizer.json").read_bytes() == first
+    # A count phase into the same directory is refused before the job, too.
+    assert train("--input", corpus["one"], "--vocab-size", "350", "--output", output, *IN_MEMORY) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert pathlib.Path(output, "tokenizer.json").read_bytes() == first
+    assert train("--word-counts", table, "--vocab-size", "350", "--output", output, "--overwrite") == 0
+    assert bpe.Tokenizer.load(output).vocab_size == 350
+
+
 def test_config_file_with_command_line_override(baseline, tmp_path):
     output = tmp_path / "out"
     cfg = tmp_path / "train.yaml"
