@@ -24,6 +24,7 @@ import argparse
 import signal
 import sys
 import time
+from collections import Counter
 
 import apache_beam as beam
 import pyarrow as pa
@@ -31,7 +32,8 @@ from apache_beam.io.filesystems import FileSystems
 
 import bpe
 from bpe.pretokenize import compile_pattern, resolve_pattern
-from bpe.training.trainer import MAX_TOKEN_ID, vocab_size_problem
+from bpe.decoder import vocabulary_bytes
+from bpe.training.trainer import MAX_TOKEN_ID, special_token_clash, vocab_size_problem
 from pipeline import outputs, progress, runtime
 from pipeline.config import Setting, default_help, resolve
 from pipeline.errors import UserError
@@ -54,6 +56,13 @@ TOKENIZER_FILE = "tokenizer.json"
 # The driver's own files, written atomically (a stop may leave their temporary files).
 OWN_FILES = (STATS_FILE, TOKENIZER_FILE, CHECKPOINT_FILE, COUNT_MARKER_FILE)
 
+# A run is not what the user asked for, and fails (exit 2), when more than this share of
+# the input records are dead letters for one reason (a wrong --text-field or --format) ...
+DEAD_LETTER_SHARE = 0.5
+# ... or when it learns fewer than this share of the merges --vocab-size asks for
+# (unless --allow-smaller-vocab).
+MERGES_SHARE = 0.5
+
 # Keys of --config files (flag names with underscores) and their defaults.
 SETTINGS = {
     "input": Setting("list", []),
@@ -73,6 +82,7 @@ SETTINGS = {
     "progress_every": Setting("str", progress.DEFAULT_EVERY),  # seconds, as checkpoint_every
     "resume": Setting("bool", False),
     "overwrite": Setting("bool", False),
+    "allow_smaller_vocab": Setting("bool", False),
     # Seconds, a number; "str" because config.Setting has no float kind.
     "checkpoint_every": Setting("str", "30"),
 }
@@ -97,6 +107,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tie-break", choices=("bytes", "hf"),
                         help=h("tie_break", "order of pairs with equal counts: bytes (the greatest byte pair) or hf "
                                "(HF tokenizers' BpeTrainer; with --pattern hf-bytelevel it gives HF's merges)"))
+    parser.add_argument("--allow-smaller-vocab", action="store_true", default=None,
+                        help=f"write the tokenizer even if it learns fewer than {MERGES_SHARE:.0%} of the merges "
+                        "--vocab-size asks for (no pair reaches --min-frequency); without it such a run fails")
     parser.add_argument("--special-token", action="append", metavar="TOKEN",
                         help="a special token, given its own ID after the merges; repeatable")
     parser.add_argument("--min-frequency", type=int, metavar="N",
@@ -152,6 +165,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     else:
         table_id = _count_phase(args, files, output, options, stats)
         outputs.fail_if_strict(args.strict, output, f"not training. Word counts so far: {stats.word_counts}")
+        _check_dead_letters(stats, output)
         table = read_word_counts(stats.word_counts)
     stats.word_count_rows = len(table)
     if stats.unique_pieces is None:
@@ -169,6 +183,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
             file=sys.stderr,
         )
         return 128 + signum
+    _check_vocabulary_reached(args, tokenizer, checkpoint)
     _write_results(tokenizer, output, stats, started, checkpoint)
     return 0
 
@@ -261,6 +276,57 @@ def _merge_phase(args: argparse.Namespace, table: dict, checkpoint: Checkpoint, 
     stats.vocab_size = tokenizer.vocab_size
     stats.requested_vocab_size = args.vocab_size
     return tokenizer
+
+
+def _check_dead_letters(stats: TrainStats, output: str) -> None:
+    """Refuses to train when more than ``DEAD_LETTER_SHARE`` of the input records are dead
+    letters for one reason: that is a wrong --text-field or --format, not a corpus.
+
+    A reason is its text up to the first ": " (``malformed JSON: ...`` is one reason
+    whatever the detail). Needs the runner's document counter: without it (None) the
+    share is unknown and nothing is refused.
+
+    Raises:
+      UserError: naming the reason, the first such record and where the outputs are.
+    """
+    if not stats.dead_letters or stats.documents is None:
+        return
+    records = stats.documents + stats.dead_letters
+    if stats.dead_letters <= records * DEAD_LETTER_SHARE:
+        return
+    letters = outputs.read_dead_letters(output)
+    reasons = Counter(letter["reason"].split(": ", 1)[0] for letter in letters)
+    reason, count = reasons.most_common(1)[0]
+    if count <= records * DEAD_LETTER_SHARE:
+        return
+    first = next(letter for letter in letters if letter["reason"].split(": ", 1)[0] == reason)
+    where = "whole file" if first["record"] == -1 else f"record {first['record']}"
+    raise UserError(
+        f"{count:,} of {records:,} input records are dead letters for one reason ({reason}, e.g. {first['file']} "
+        f"{where}): not training; is --text-field or --format wrong? They are listed in "
+        f"{FileSystems.join(output, outputs.DEAD_LETTERS_DIR)}/; the counts of the rest are in "
+        f"{stats.word_counts} (--word-counts trains from them)"
+    )
+
+
+def _check_vocabulary_reached(args: argparse.Namespace, tokenizer: bpe.Tokenizer, checkpoint: Checkpoint) -> None:
+    """Refuses a tokenizer with fewer than ``MERGES_SHARE`` of the merges asked for, unless
+    --allow-smaller-vocab: it is not the vocabulary the user asked for. The merges stay
+    in the checkpoint, so ``--resume --allow-smaller-vocab`` writes it without training again.
+
+    Raises:
+      UserError: saying how many merges were learned and where they are.
+    """
+    wanted = args.vocab_size - 256 - len(args.special_token)
+    learned = len(tokenizer.merges)
+    if args.allow_smaller_vocab or learned >= wanted * MERGES_SHARE:
+        return
+    raise UserError(
+        f"learned only {learned:,} of the {wanted:,} merges --vocab-size {args.vocab_size} asks for (no pair occurs "
+        f"{args.min_frequency}+ times in the rest), so the vocabulary would be {tokenizer.vocab_size:,}: not writing "
+        f"{TOKENIZER_FILE}. The merges are saved in {checkpoint.path}: rerun with --resume --allow-smaller-vocab "
+        "to write that tokenizer, or use a larger corpus, a lower --min-frequency or a smaller --vocab-size"
+    )
 
 
 def _write_results(tokenizer: bpe.Tokenizer, output: str, stats: TrainStats, started: float,
@@ -375,12 +441,16 @@ def _check_complete(args: argparse.Namespace, output: str) -> None:
 
 
 def _check_vocabulary(vocab_size: int, specials: list[str]) -> None:
-    """--vocab-size and --special-token: room for the bytes and the specials, IDs in range."""
+    """--vocab-size and --special-token: room for the bytes and the specials, IDs in range, and
+    no special token that a byte token spells (``special_token_clash``)."""
     if any(not token for token in specials):
         raise UserError("--special-token must not be empty")
     duplicates = sorted({t for t in specials if specials.count(t) > 1})
     if duplicates:
         raise UserError(f"--special-token given twice: {', '.join(duplicates)}")
+    clash = special_token_clash(specials, vocabulary_bytes())  # a byte's; a learned token's after training
+    if clash:
+        raise UserError(f"--special-token: {clash}")
     problem = vocab_size_problem(vocab_size, len(specials))
     if problem:
         raise UserError(f"--vocab-size {vocab_size} {problem}")

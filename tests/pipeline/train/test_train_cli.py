@@ -144,6 +144,19 @@ def test_a_complete_tokenizer_is_replaced_only_with_overwrite(baseline, corpus, 
     assert bpe.Tokenizer.load(output).vocab_size == 350
 
 
+def test_a_special_token_spelled_like_a_learned_token_is_refused(baseline, tmp_path, capsys):
+    # Hugging Face would read it with that token's ID, and the vocabulary one shorter.
+    table = os.path.join(baseline, "word_counts.parquet")
+    learned = bpe.Tokenizer.load(baseline).ordinary_tokens()
+    name = next(data.decode() for token_id, data in sorted(learned.items())
+                if token_id > 256 and data.isascii() and data.isalpha() and token_id < 300)
+    output = tmp_path / "out"
+    assert train("--word-counts", table, "--vocab-size", "301", "--special-token", name, "--output", str(output)) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err[-1].startswith(f"beam-bpe train: error: special token {name!r} is spelled like the ordinary token "), err
+    assert not (output / "tokenizer.json").exists()
+
+
 def test_config_file_with_command_line_override(baseline, tmp_path):
     output = tmp_path / "out"
     cfg = tmp_path / "train.yaml"
@@ -249,14 +262,57 @@ def test_train_output_is_only_our_own_lines(tmp_path):
     import subprocess
     import sys
 
-    (tmp_path / "in.txt").write_text("hello world, hello beam\n" * 200)
+    (tmp_path / "in.txt").write_text("hello world, hello beam\n" * 200)  # 14 merges to learn
     command = [sys.executable, "-m", "pipeline.cli", "train", "--input", str(tmp_path / "in.txt"),
-               "--vocab-size", "300", "--output", str(tmp_path / "out"), "--direct_num_workers=2"]
+               "--vocab-size", "270", "--output", str(tmp_path / "out"), "--direct_num_workers=2"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
     assert any("learned" in line for line in lines), lines
     assert all(line.startswith(("beam-bpe train:", "  ")) for line in lines), lines
+
+
+def test_records_mostly_dead_letters_for_one_reason_are_not_trained_on(tmp_path, capsys):
+    # --text-field body on records that have a "text": all but one are dead letters.
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text("".join(json.dumps({"text": f"hello world {i}"}) + "\n" for i in range(9))
+                      + json.dumps({"body": "hello body"}) + "\n")
+    output = tmp_path / "out"
+    assert train("--input", str(corpus), "--text-field", "body", "--vocab-size", "300", "--output", str(output),
+                 *IN_MEMORY) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err[-1] == (
+        f"beam-bpe train: error: 9 of 10 input records are dead letters for one reason (missing field 'body', "
+        f"e.g. {corpus} record 1): not training; is --text-field or --format wrong? They are listed in "
+        f"{output}/dead_letters/; the counts of the rest are in {output}/word_counts.parquet "
+        "(--word-counts trains from them)"
+    ), err
+    assert not (output / "tokenizer.json").exists()
+
+
+def test_a_vocabulary_far_below_vocab_size_needs_allow_smaller_vocab(tmp_path, capsys):
+    corpus = tmp_path / "in.txt"
+    corpus.write_text("hello world, hello beam\n" * 50)
+    output = tmp_path / "out"
+    args = ["--input", str(corpus), "--vocab-size", "1000", "--output", str(output), *IN_MEMORY]
+    assert train(*args) == 2
+    captured = capsys.readouterr()
+    err = [line for line in captured.err.splitlines() if line.strip()]
+    learned = len(json.loads((output / "merges.checkpoint.json").read_text())["merges"])
+    assert 0 < learned < 744 // 2
+    assert err[-1] == (
+        f"beam-bpe train: error: learned only {learned} of the 744 merges --vocab-size 1000 asks for (no pair "
+        f"occurs 2+ times in the rest), so the vocabulary would be {256 + learned}: not writing tokenizer.json. "
+        f"The merges are saved in {output}/merges.checkpoint.json: rerun with --resume --allow-smaller-vocab "
+        "to write that tokenizer, or use a larger corpus, a lower --min-frequency or a smaller --vocab-size"
+    ), err
+    assert "learned" not in captured.out  # no summary: nothing to present as a result
+    assert not (output / "tokenizer.json").exists() and not (output / "train_stats.json").exists()
+    assert train(*args, "--resume", "--allow-smaller-vocab") == 0
+    assert bpe.Tokenizer.load(str(output)).vocab_size == 256 + learned
+    # Half the merges asked for is enough.
+    assert train(*args[:2], "--vocab-size", str(256 + 2 * learned), "--output", str(tmp_path / "half"),
+                 *IN_MEMORY) == 0
 
 
 def _worker_log_level():
@@ -326,7 +382,7 @@ ERROR_CASES = [
     "glob matches nothing", "vocab too small", "invalid regex", "output is a file", "output under a file",
     "unknown format", "dask runner", "dask runner class path", "missing vocab size", "missing input",
     "word counts missing", "word counts not parquet", "config missing", "config not yaml",
-    "config unknown key", "duplicate special", "underscored flag",
+    "config unknown key", "duplicate special", "underscored flag", "special token is a byte",
 ]
 
 
@@ -359,6 +415,8 @@ def _error_cases(tmp_path: pathlib.Path, corpus: dict) -> dict:
         "config unknown key": ([*ok, "--config", str(unknown_key)], "unknown key 'vocab_sise'"),
         "duplicate special": ([*ok, "--special-token", "<a>", "--special-token", "<a>"], "given twice"),
         "underscored flag": ([*ok, "--min_frequency=5"], "unknown flag --min_frequency: did you mean --min-frequency?"),
+        "special token is a byte": ([*ok, "--special-token", "Ċ"],
+                                    "--special-token: special token 'Ċ' is spelled like the ordinary token 10 "),
     }
 
 
