@@ -108,7 +108,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=h("tie_break", "order of pairs with equal counts: bytes (the greatest byte pair) or hf "
                                "(HF tokenizers' BpeTrainer; with --pattern hf-bytelevel it gives HF's merges)"))
     parser.add_argument("--allow-smaller-vocab", action="store_true", default=None,
-                        help=f"write the tokenizer even if it learns fewer than {MERGES_SHARE:.0%} of the merges "
+                        help=f"write the tokenizer even if it learns fewer than {MERGES_SHARE * 100:.0f}%% of the merges "
                         "--vocab-size asks for (no pair reaches --min-frequency); without it such a run fails")
     parser.add_argument("--special-token", action="append", metavar="TOKEN",
                         help="a special token, given its own ID after the merges; repeatable")

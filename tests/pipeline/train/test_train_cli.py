@@ -315,6 +315,16 @@ def test_a_vocabulary_far_below_vocab_size_needs_allow_smaller_vocab(tmp_path, c
                  *IN_MEMORY) == 0
 
 
+def test_help_lists_the_flags_that_guard_the_result(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        train("--help")
+    assert stopped.value.code == 0
+    out = capsys.readouterr().out
+    for flag in ("--allow-smaller-vocab", "--trust-word-counts", "--overwrite"):
+        assert flag in out
+    assert "fewer than 50% of the merges" in " ".join(out.split())
+
+
 def _worker_log_level():
     """The log level option as an SDK worker process received it from the runner."""
     options = json.loads(os.environ.get("PIPELINE_OPTIONS", "{}"))  # {"beam:option:NAME:v1": value}
