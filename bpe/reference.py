@@ -32,6 +32,7 @@ Tie-break and the duplicate-bytes rule (contract for byte-level training):
 
 from __future__ import annotations
 
+import numbers
 from collections import Counter
 from typing import Mapping, Sequence
 
@@ -139,7 +140,19 @@ def piece_bytes(word: bytes | str) -> bytes:
 
 
 def check_count(word: bytes | str, count: int) -> None:
-    """Raises ValueError for a count no corpus can have (a negative one)."""
+    """Checks one entry of a word-count table.
+
+    Raises:
+      TypeError: the key is no piece (bytes or str): ``bytes(5)`` would make a
+        number five NUL bytes.
+      ValueError: a count no corpus can have: negative, or not an integer (a
+        float, NaN, a bool, a string), naming the piece. Integers of other
+        types (numpy's) are counts.
+    """
+    if type(word) is not bytes and not isinstance(word, (str, bytearray, memoryview)):
+        raise TypeError(f"word_counts keys must be bytes or str, got {type(word).__name__} {word!r}")
+    if type(count) is not int and (isinstance(count, bool) or not isinstance(count, numbers.Integral)):
+        raise ValueError(f"count {count!r} for piece {word!r} is not a non-negative integer")
     if count < 0:
         raise ValueError(f"negative count {count} for piece {word!r}")
 

@@ -174,7 +174,12 @@ class Tokenizer:
         special token allowed) is encoded by ``engine``: default the tokenizer's
         ``engine`` (decided on first use); ``self.reference`` gives the
         pure-Python reference's IDs, which every engine is proven to equal.
+
+        Raises:
+          TypeError: ``text`` is neither str nor bytes.
         """
+        if not isinstance(text, (str, bytes, bytearray)):
+            raise TypeError(f"encode takes str or bytes, got {type(text).__name__}")
         engine = engine or self.engine
         if allowed_special == "all":
             allowed_special = self.special_tokens
@@ -277,9 +282,25 @@ class Tokenizer:
 
         With ``fast``, the tokenizer's ``engine`` encodes them (deciding it on
         the first call); else the reference encoder does.
+
+        Raises:
+          TypeError: ``texts`` is one str or bytes (whose characters or bytes
+            would be taken as the texts), or a text is neither str nor bytes.
         """
+        if isinstance(texts, (str, bytes, bytearray)):
+            raise TypeError(f"encode_batch takes an iterable of texts, not one {type(texts).__name__}: "
+                            "encode encodes one text")
         encode = self.engine.encode if fast else self.reference.encode
-        return [encode(text) for text in texts]
+        try:
+            return [encode(text) for text in texts]
+        except TypeError:
+            # Said only on failure, so that a batch of texts pays for no check.
+            if isinstance(texts, Sequence):
+                for position, text in enumerate(texts):
+                    if not isinstance(text, (str, bytes, bytearray)):
+                        raise TypeError(f"encode_batch takes str or bytes texts, got {type(text).__name__} "
+                                        f"at position {position}") from None
+            raise
 
     @property
     def engine(self) -> engines.Engine:

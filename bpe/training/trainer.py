@@ -43,7 +43,7 @@ from bpe.encoder import PieceEncoder
 from bpe.training.merge_loop import MergeLoop as PythonMergeLoop
 from bpe.pretokenize import compile_pattern
 from bpe.reference import TIE_BREAKS, check_count, hf_byte_ranks, piece_bytes
-from bpe.tokenizer import Tokenizer, check_special_tokens
+from bpe.tokenizer import Tokenizer, byte_to_char, check_special_tokens
 
 if os.environ.get("BEAM_BPE_PURE_PYTHON") == "1":
     _merges = None
@@ -311,6 +311,32 @@ def vocab_size_problem(vocab_size: int, special_tokens: int) -> str | None:
     return None
 
 
+def special_token_clash(special_tokens: Sequence[str], token_bytes: Sequence[bytes]) -> str | None:
+    """What is wrong with a special token that an ordinary token spells, or None.
+
+    tokenizer.json keys its vocabulary by each ordinary token's byte-level name
+    (``byte_to_char``: "he" for b"he", "Ġhe" for b" he"), and Hugging Face
+    tokenizers gives an added token that the vocabulary holds the vocabulary's ID:
+    such a special token would get another ID there, and the vocabulary would be
+    one shorter. A special token whose bytes equal an ordinary token's is one.
+
+    Args:
+      special_tokens: the special tokens' texts.
+      token_bytes: the ordinary tokens' bytes, by ID.
+    """
+    to_char = byte_to_char()
+    wanted = set(special_tokens)
+    for token_id, data in enumerate(token_bytes):
+        name = "".join(to_char[b] for b in data)
+        if name in wanted:
+            return (
+                f"special token {name!r} is spelled like the ordinary token {token_id} ({data!r}) in "
+                "tokenizer.json, where Hugging Face tokenizers would give it that token's ID: choose a special "
+                "token that no ordinary token spells, such as one in <|...|>"
+            )
+    return None
+
+
 def train(
     word_counts: Mapping[bytes | str, int],
     vocab_size: int,
@@ -350,6 +376,13 @@ def train(
 
     Returns:
       A ``bpe.tokenizer.Tokenizer``.
+
+    Raises:
+      ValueError: a bad argument, or a special token that an ordinary token of
+        the result spells (``special_token_clash``), which Hugging Face
+        tokenizers would read with another ID. A one-byte special token is
+        refused before training; a longer one once the merges are known (they
+        have been handed to ``checkpoint``).
     """
     special_tokens = check_special_tokens(special_tokens)
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
@@ -358,6 +391,9 @@ def train(
     if problem:
         raise ValueError(f"vocab_size={vocab_size} {problem}")
     compile_pattern(pattern)
+    clash = special_token_clash(special_tokens, vocabulary_bytes())
+    if clash:
+        raise ValueError(clash)
 
     merges = train_merges(
         word_counts,
@@ -369,4 +405,7 @@ def train(
         checkpoint_every=checkpoint_every,
         tie_break=tie_break,
     )
+    clash = special_token_clash(special_tokens, vocabulary_bytes(merges))
+    if clash:
+        raise ValueError(clash)
     return Tokenizer(merges, pattern=pattern, special_tokens=special_tokens)

@@ -9,7 +9,8 @@ that table -> ``OUT/tokenizer.json``, plus ``OUT/train_stats.json``
 (``pipeline.train.stats``).
 
 ``--word-counts FILE`` skips phase 1 and trains from an existing table, e.g.
-another vocabulary size without recounting the corpus. ``--resume`` skips a
+another vocabulary size without recounting the corpus; the table must have been
+counted with ``--pattern`` (see ``_given_word_counts``). ``--resume`` skips a
 complete phase 1 and continues the merges from their checkpoint (see
 ``pipeline.train.resume``).
 
@@ -23,20 +24,23 @@ import argparse
 import signal
 import sys
 import time
+from collections import Counter
 
 import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 import bpe
-from bpe.pretokenize import compile_pattern
-from bpe.training.trainer import MAX_TOKEN_ID, vocab_size_problem
+from bpe.pretokenize import compile_pattern, resolve_pattern
+from bpe.decoder import vocabulary_bytes
+from bpe.training.trainer import MAX_TOKEN_ID, special_token_clash, vocab_size_problem
 from pipeline import outputs, progress, runtime
 from pipeline.config import Setting, default_help, preset_names, resolve
 from pipeline.errors import UserError
 from pipeline.interrupts import interrupting_signal, sigterm_as_interrupt
 from pipeline.train.resume import (
-    CHECKPOINT_FILE, COUNT_MARKER_FILE, Checkpoint, CountMarker, count_settings, file_states, fingerprint, resume_command,
+    CHECKPOINT_FILE, COUNT_MARKER_FILE, Checkpoint, CountMarker, count_settings, file_states, fingerprint,
+    recorded_count, resume_command,
 )
 from pipeline.runners import committed_counters, describe_runner, pipeline_options
 from pipeline.train.stats import TrainStats, summary_lines
@@ -52,6 +56,13 @@ TOKENIZER_FILE = "tokenizer.json"
 # The driver's own files, written atomically (a stop may leave their temporary files).
 OWN_FILES = (STATS_FILE, TOKENIZER_FILE, CHECKPOINT_FILE, COUNT_MARKER_FILE)
 
+# A run is not what the user asked for, and fails (exit 2), when more than this share of
+# the input records are dead letters for one reason (a wrong --text-field or --format) ...
+DEAD_LETTER_SHARE = 0.5
+# ... or when it learns fewer than this share of the merges --vocab-size asks for
+# (unless --allow-smaller-vocab).
+MERGES_SHARE = 0.5
+
 # Keys of --config files (flag names with underscores) and their defaults.
 SETTINGS = {
     "input": Setting("list", []),
@@ -65,10 +76,13 @@ SETTINGS = {
     "tie_break": Setting("str", "bytes"),
     "min_word_count": Setting("int", 1),
     "word_counts": Setting("str"),
+    "trust_word_counts": Setting("bool", False),
     "strict": Setting("bool", False),
     "no_progress": Setting("bool", False),
     "progress_every": Setting("str", progress.DEFAULT_EVERY),  # seconds, as checkpoint_every
     "resume": Setting("bool", False),
+    "overwrite": Setting("bool", False),
+    "allow_smaller_vocab": Setting("bool", False),
     # Seconds, a number; "str" because config.Setting has no float kind.
     "checkpoint_every": Setting("str", "30"),
 }
@@ -93,6 +107,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tie-break", choices=("bytes", "hf"),
                         help=h("tie_break", "order of pairs with equal counts: bytes (the greatest byte pair) or hf "
                                "(HF tokenizers' BpeTrainer; with --pattern hf-bytelevel it gives HF's merges)"))
+    parser.add_argument("--allow-smaller-vocab", action="store_true", default=None,
+                        help=f"write the tokenizer even if it learns fewer than {MERGES_SHARE * 100:.0f}%% of the merges "
+                        "--vocab-size asks for (no pair reaches --min-frequency); without it such a run fails")
     parser.add_argument("--special-token", action="append", metavar="TOKEN",
                         help="a special token, given its own ID after the merges; repeatable")
     parser.add_argument("--min-frequency", type=int, metavar="N",
@@ -100,7 +117,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-word-count", type=int, metavar="N",
                         help=h("min_word_count", "drop pieces seen fewer times in the corpus before training"))
     parser.add_argument("--word-counts", metavar="FILE",
-                        help="train from this word-count table instead of reading --input")
+                        help="train from this word-count table instead of reading --input; it must have been "
+                        f"counted with --pattern (as the {COUNT_MARKER_FILE} beside it records)")
+    parser.add_argument("--trust-word-counts", action="store_true", default=None,
+                        help=f"train from a --word-counts table that records no pattern (no matching "
+                        f"{COUNT_MARKER_FILE} beside it), taking it as counted with --pattern")
     parser.add_argument("--config", action="append", default=[], metavar="FILE.yaml|PRESET",
                         help="flag values from YAML (keys = flag names with underscores, "
                         f"beam_options = Beam flags), or a shipped preset by name ({', '.join(preset_names())}); "
@@ -111,6 +132,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true", default=None,
                         help=f"continue an interrupted run in --output: skip a complete count phase "
                         f"({COUNT_MARKER_FILE}) and continue the merges from {CHECKPOINT_FILE}")
+    parser.add_argument("--overwrite", action="store_true", default=None,
+                        help=f"replace the tokenizer of a complete run in --output ({TOKENIZER_FILE}); "
+                        "--resume continues a run there without it")
     parser.add_argument("--checkpoint-every", metavar="SECONDS",
                         help=h("checkpoint_every", f"save the merges so far to {CHECKPOINT_FILE} this often"))
 
@@ -121,9 +145,10 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     config_flags = resolve(args, SETTINGS, args.config)
     output = _check_settings(args)
     options = pipeline_options([*config_flags, *beam_args])
-    given_table = read_word_counts(args.word_counts) if args.word_counts else None  # bad: fail now
+    given_table, given_id = _given_word_counts(args) if args.word_counts else (None, None)  # bad: fail now
     files = [] if args.word_counts else _match(args.input)
     outputs.claim(output, "train", inputs=files)  # ours from here on; never the user's files
+    _check_complete(args, output)
     stats = TrainStats(
         inputs=[] if args.word_counts else list(args.input),
         files=len(files),
@@ -137,10 +162,11 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
 
     if args.word_counts:
         print(f"beam-bpe train: training from {args.word_counts} (not reading any --input)", file=sys.stderr)
-        table, table_id = given_table, fingerprint(args.word_counts)
+        table, table_id = given_table, given_id
     else:
         table_id = _count_phase(args, files, output, options, stats)
         outputs.fail_if_strict(args.strict, output, f"not training. Word counts so far: {stats.word_counts}")
+        _check_dead_letters(stats, output)
         table = read_word_counts(stats.word_counts)
     stats.word_count_rows = len(table)
     if stats.unique_pieces is None:
@@ -158,6 +184,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
             file=sys.stderr,
         )
         return 128 + signum
+    _check_vocabulary_reached(args, tokenizer, checkpoint)
     _write_results(tokenizer, output, stats, started, checkpoint)
     return 0
 
@@ -184,6 +211,39 @@ def _count_phase(args: argparse.Namespace, files: list[str], output: str, option
     # The files are the source of truth; counters are for reporting only.
     stats.dead_letters = len(outputs.read_dead_letters(output))
     return table_id
+
+
+def _given_word_counts(args: argparse.Namespace) -> tuple[dict, dict]:
+    """The --word-counts table, cut by --min-word-count, and what identifies it for a checkpoint.
+
+    Merges learned on pieces of one pattern are wrong for another (they can never
+    occur under it), so the table must have been counted with --pattern: the
+    count marker beside it says so, or the user vouches for a table that records
+    no pattern with --trust-word-counts.
+
+    Raises:
+      UserError: the table is unusable, was counted with another pattern, or records none.
+    """
+    table = read_word_counts(args.word_counts)
+    table_id = fingerprint(args.word_counts)
+    counted = recorded_count(outputs.absolute(args.word_counts), table_id)
+    if counted is None:
+        if not args.trust_word_counts:
+            raise UserError(
+                f"word-count table {args.word_counts} records no pattern (no {COUNT_MARKER_FILE} beside it that "
+                f"matches it): pass --trust-word-counts if it was counted with --pattern {args.pattern}"
+            )
+    elif resolve_pattern(str(counted.get("pattern"))) != resolve_pattern(args.pattern):
+        then = counted.get("pattern")
+        raise UserError(
+            f"word-count table {args.word_counts} was counted with --pattern {then}, not --pattern {args.pattern}: "
+            f"train with --pattern {then}, or count the corpus again with --pattern {args.pattern}"
+        )
+    if args.min_word_count > 1:
+        # As the count phase does: pieces seen fewer times are dropped before training.
+        table = {word: count for word, count in table.items() if count >= args.min_word_count}
+        table_id = {**table_id, "min_word_count": args.min_word_count}  # another table for --resume
+    return table, table_id
 
 
 def _merge_phase(args: argparse.Namespace, table: dict, checkpoint: Checkpoint, stats: TrainStats) -> bpe.Tokenizer:
@@ -217,6 +277,57 @@ def _merge_phase(args: argparse.Namespace, table: dict, checkpoint: Checkpoint, 
     stats.vocab_size = tokenizer.vocab_size
     stats.requested_vocab_size = args.vocab_size
     return tokenizer
+
+
+def _check_dead_letters(stats: TrainStats, output: str) -> None:
+    """Refuses to train when more than ``DEAD_LETTER_SHARE`` of the input records are dead
+    letters for one reason: that is a wrong --text-field or --format, not a corpus.
+
+    A reason is its text up to the first ": " (``malformed JSON: ...`` is one reason
+    whatever the detail). Needs the runner's document counter: without it (None) the
+    share is unknown and nothing is refused.
+
+    Raises:
+      UserError: naming the reason, the first such record and where the outputs are.
+    """
+    if not stats.dead_letters or stats.documents is None:
+        return
+    records = stats.documents + stats.dead_letters
+    if stats.dead_letters <= records * DEAD_LETTER_SHARE:
+        return
+    letters = outputs.read_dead_letters(output)
+    reasons = Counter(letter["reason"].split(": ", 1)[0] for letter in letters)
+    reason, count = reasons.most_common(1)[0]
+    if count <= records * DEAD_LETTER_SHARE:
+        return
+    first = next(letter for letter in letters if letter["reason"].split(": ", 1)[0] == reason)
+    where = "whole file" if first["record"] == -1 else f"record {first['record']}"
+    raise UserError(
+        f"{count:,} of {records:,} input records are dead letters for one reason ({reason}, e.g. {first['file']} "
+        f"{where}): not training; is --text-field or --format wrong? They are listed in "
+        f"{FileSystems.join(output, outputs.DEAD_LETTERS_DIR)}/; the counts of the rest are in "
+        f"{stats.word_counts} (--word-counts trains from them)"
+    )
+
+
+def _check_vocabulary_reached(args: argparse.Namespace, tokenizer: bpe.Tokenizer, checkpoint: Checkpoint) -> None:
+    """Refuses a tokenizer with fewer than ``MERGES_SHARE`` of the merges asked for, unless
+    --allow-smaller-vocab: it is not the vocabulary the user asked for. The merges stay
+    in the checkpoint, so ``--resume --allow-smaller-vocab`` writes it without training again.
+
+    Raises:
+      UserError: saying how many merges were learned and where they are.
+    """
+    wanted = args.vocab_size - 256 - len(args.special_token)
+    learned = len(tokenizer.merges)
+    if args.allow_smaller_vocab or learned >= wanted * MERGES_SHARE:
+        return
+    raise UserError(
+        f"learned only {learned:,} of the {wanted:,} merges --vocab-size {args.vocab_size} asks for (no pair occurs "
+        f"{args.min_frequency}+ times in the rest), so the vocabulary would be {tokenizer.vocab_size:,}: not writing "
+        f"{TOKENIZER_FILE}. The merges are saved in {checkpoint.path}: rerun with --resume --allow-smaller-vocab "
+        "to write that tokenizer, or use a larger corpus, a lower --min-frequency or a smaller --vocab-size"
+    )
 
 
 def _write_results(tokenizer: bpe.Tokenizer, output: str, stats: TrainStats, started: float,
@@ -320,13 +431,27 @@ def _check_settings(args: argparse.Namespace) -> str:
     return outputs.absolute(args.output)
 
 
+def _check_complete(args: argparse.Namespace, output: str) -> None:
+    """A complete tokenizer in --output is replaced only with --overwrite (or continued
+    with --resume): token shards encoded with it can be decoded with no other."""
+    if outputs.exists(FileSystems.join(output, TOKENIZER_FILE)) and not (args.overwrite or args.resume):
+        raise UserError(
+            f"{output} already holds the tokenizer of a complete run ({TOKENIZER_FILE}); "
+            "pass --overwrite to replace it, or choose another --output"
+        )
+
+
 def _check_vocabulary(vocab_size: int, specials: list[str]) -> None:
-    """--vocab-size and --special-token: room for the bytes and the specials, IDs in range."""
+    """--vocab-size and --special-token: room for the bytes and the specials, IDs in range, and
+    no special token that a byte token spells (``special_token_clash``)."""
     if any(not token for token in specials):
         raise UserError("--special-token must not be empty")
     duplicates = sorted({t for t in specials if specials.count(t) > 1})
     if duplicates:
         raise UserError(f"--special-token given twice: {', '.join(duplicates)}")
+    clash = special_token_clash(specials, vocabulary_bytes())  # a byte's; a learned token's after training
+    if clash:
+        raise UserError(f"--special-token: {clash}")
     problem = vocab_size_problem(vocab_size, len(specials))
     if problem:
         raise UserError(f"--vocab-size {vocab_size} {problem}")

@@ -117,6 +117,22 @@ def _damage(marker: dict) -> str | None:
     return None
 
 
+def recorded_count(table_path: str, table_id: dict) -> dict | None:
+    """The settings of the count that wrote the table at ``table_path`` (local paths
+    absolute), as the count marker beside it records them; None when no marker there
+    describes this very table (none, damaged, or one of a table changed since).
+
+    Args:
+      table_path: the word-count table.
+      table_id: its ``fingerprint``.
+    """
+    directory = table_path.rsplit("/", 1)[0]
+    marker = outputs.read_json(FileSystems.join(directory, COUNT_MARKER_FILE))
+    if marker is None or _damage(marker) or marker["table"] != table_id:
+        return None
+    return marker["settings"]
+
+
 class CountMarker:
     """``OUT/word_counts.complete``: marks the count phase in ``output`` complete.
 

@@ -29,7 +29,7 @@ class TrainStats:
       unique_pieces: distinct pieces counted (or the table's rows).
       word_counts: the word-count table trained from.
       seconds: time per phase ("count", "train") and in "total".
-      word_count_rows: rows of the table as read.
+      word_count_rows: rows of the table trained from (after --min-word-count).
       resumed_from_merges: merges taken from a checkpoint.
       merges, vocab_size: what was learned.
       requested_vocab_size: --vocab-size.

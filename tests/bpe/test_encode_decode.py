@@ -180,6 +180,21 @@ def test_special_tokens_are_text_unless_allowed():
         tok.encode(text, allowed_special=["<|nope|>"])
 
 
+def test_encode_and_encode_batch_refuse_what_is_not_text():
+    tok = bpe.train({b"hello": 5, b"help": 4}, 262)
+    with pytest.raises(TypeError, match="^encode takes str or bytes, got NoneType$"):
+        tok.encode(None)
+    with pytest.raises(TypeError, match="^encode takes str or bytes, got int$"):
+        tok.encode(5, allowed_special="all")
+    for batch in ("abc", b"abc"):  # one text, not a batch of one-character texts
+        with pytest.raises(TypeError, match=f"^encode_batch takes an iterable of texts, not one {type(batch).__name__}"):
+            tok.encode_batch(batch)
+    with pytest.raises(TypeError, match="^encode_batch takes str or bytes texts, got NoneType at position 1$"):
+        tok.encode_batch(["hello", None])
+    assert tok.encode_batch(["hello", b"help", bytearray(b"he")]) == [tok.encode("hello"), tok.encode(b"help"),
+                                                                       tok.encode(b"he")]
+
+
 def test_cache_stays_bounded_on_unique_strings():
     tok = Tokenizer(random_merges(random.Random(0), b"abcdefgh", 50))
     tok._encoder = PieceEncoder(tok.merges, cache_size=1000)

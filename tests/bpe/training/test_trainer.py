@@ -1,6 +1,7 @@
 """The fast trainer gives exactly the reference's merges; train() validates its input."""
 
 import random
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -151,6 +152,50 @@ def test_train_rejects_empty_special_token():
 def test_train_rejects_negative_counts():
     with pytest.raises(ValueError, match="negative count -3"):
         train({b"ab": 5, b"cd": -3}, 300)
+
+
+@pytest.mark.parametrize("key", [5, 3.0, None, (1, 2)])
+def test_train_rejects_keys_that_are_not_pieces(key):
+    # bytes(5) would be five NUL bytes: a number is no piece.
+    message = f"word_counts keys must be bytes or str, got {type(key).__name__} {key!r}"
+    with pytest.raises(TypeError, match=re.escape(message)):
+        train({key: 3, b"ab": 5}, 300)
+
+
+@pytest.mark.parametrize("count", [float("nan"), 2.5, 3.0, "7", None, True])
+def test_train_rejects_counts_that_are_not_integers(count):
+    with pytest.raises(ValueError, match=r"count .* for piece b'cd' is not a non-negative integer"):
+        train({b"ab": 5, b"cd": count}, 300)
+
+
+def test_train_takes_numpy_integer_counts():
+    import numpy as np
+
+    assert train({b"ab": np.int64(5), "cd": np.int32(3)}, 258).merges == train({b"ab": 5, "cd": 3}, 258).merges
+
+
+# "he" and "hel" are ordinary tokens of the table below; " he" is too, and tokenizer.json
+# names it "Ġhe"; byte 10 is named "Ċ". The rest are spelled by no ordinary token.
+SPECIAL_CANDIDATES = ["he", "hel", "Ġhe", "h", "\n", "Ċ", " he", "<|endoftext|>", "hello!", "Ġ"]
+
+
+@pytest.mark.parametrize("special", SPECIAL_CANDIDATES)
+def test_special_tokens_are_refused_exactly_where_hf_would_give_another_id(special):
+    import tokenizers
+
+    from bpe import Tokenizer
+
+    table = {b"hello": 10, b"help": 10, b" he": 10}
+    merges = train(table, 262, pattern="gpt2").merges  # the same merges with or without specials
+    hf = tokenizers.Tokenizer.from_str(Tokenizer(merges, special_tokens=[special]).to_json())
+    hf_agrees = hf.token_to_id(special) == 256 + len(merges) and hf.get_vocab_size() == 257 + len(merges)
+    if hf_agrees:
+        tok = train(table, 263, special_tokens=[special])
+        assert tok.special_tokens == {special: 262}
+    else:
+        with pytest.raises(ValueError, match=r"special token .* is spelled like the ordinary token \d+ "):
+            train(table, 263, special_tokens=[special])
+    assert hf_agrees == (special not in {"he", "hel", "Ġhe", "h", "Ċ", "Ġ"})
 
 
 def test_train_rejects_invalid_pattern():

@@ -94,6 +94,73 @@ def test_word_counts_retrains_without_reading_input(baseline, tmp_path):
     assert not os.path.exists(os.path.join(output, "word_counts.parquet"))
 
 
+def test_word_counts_of_another_pattern_are_refused(baseline, tmp_path, capsys):
+    # The marker beside the table records the pattern it was counted with.
+    table = os.path.join(baseline, "word_counts.parquet")
+    output = tmp_path / "out"
+    assert train("--word-counts", table, "--vocab-size", "300", "--pattern", "cl100k", "--output", str(output)) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err == [f"beam-bpe train: error: word-count table {table} was counted with --pattern gpt2, not "
+                   "--pattern cl100k: train with --pattern gpt2, or count the corpus again with --pattern cl100k"]
+    assert not output.exists()
+
+
+def test_word_counts_without_a_record_of_their_pattern_need_trust(baseline, tmp_path, capsys):
+    # A table copied away from its marker (or made elsewhere) records no pattern.
+    table = str(tmp_path / "copied.parquet")
+    shutil.copyfile(os.path.join(baseline, "word_counts.parquet"), table)
+    output = str(tmp_path / "out")
+    assert train("--word-counts", table, "--vocab-size", "300", "--output", output) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "records no pattern" in err[0] and "--trust-word-counts" in err[0], err
+    assert not os.path.exists(output)
+    assert train("--word-counts", table, "--vocab-size", "300", "--output", output, "--trust-word-counts") == 0
+    assert merges(output) == merges(baseline)[:44]
+
+
+def test_word_counts_with_min_word_count_drop_rare_pieces(baseline, tmp_path):
+    table = os.path.join(baseline, "word_counts.parquet")
+    output = str(tmp_path / "out")
+    assert train("--word-counts", table, "--vocab-size", "350", "--min-word-count", "5", "--output", output) == 0
+    kept = {word: count for word, count in word_counts(baseline).items() if count >= 5}
+    assert merges(output) == json.loads(bpe.train(kept, 350).to_json())["model"]["merges"]
+    assert merges(output) != merges(baseline)[:94]  # the rare pieces did change the merges
+    assert stats(output)["word_count_rows"] == len(kept)
+
+
+def test_a_complete_tokenizer_is_replaced_only_with_overwrite(baseline, corpus, tmp_path, capsys):
+    # Shards encoded with the old tokenizer could no longer be decoded: as encode and pack, refuse.
+    table = os.path.join(baseline, "word_counts.parquet")
+    output = str(tmp_path / "out")
+    assert train("--word-counts", table, "--vocab-size", "300", "--output", output) == 0
+    first = pathlib.Path(output, "tokenizer.json").read_bytes()
+    capsys.readouterr()
+    assert train("--word-counts", table, "--vocab-size", "350", "--output", output) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err == [f"beam-bpe train: error: {output} already holds the tokenizer of a complete run (tokenizer.json); "
+                   "pass --overwrite to replace it, or choose another --output"]
+    assert pathlib.Path(output, "tokenizer.json").read_bytes() == first
+    # A count phase into the same directory is refused before the job, too.
+    assert train("--input", corpus["one"], "--vocab-size", "350", "--output", output, *IN_MEMORY) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert pathlib.Path(output, "tokenizer.json").read_bytes() == first
+    assert train("--word-counts", table, "--vocab-size", "350", "--output", output, "--overwrite") == 0
+    assert bpe.Tokenizer.load(output).vocab_size == 350
+
+
+def test_a_special_token_spelled_like_a_learned_token_is_refused(baseline, tmp_path, capsys):
+    # Hugging Face would read it with that token's ID, and the vocabulary one shorter.
+    table = os.path.join(baseline, "word_counts.parquet")
+    learned = bpe.Tokenizer.load(baseline).ordinary_tokens()
+    name = next(data.decode() for token_id, data in sorted(learned.items())
+                if token_id > 256 and data.isascii() and data.isalpha() and token_id < 300)
+    output = tmp_path / "out"
+    assert train("--word-counts", table, "--vocab-size", "301", "--special-token", name, "--output", str(output)) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err[-1].startswith(f"beam-bpe train: error: special token {name!r} is spelled like the ordinary token "), err
+    assert not (output / "tokenizer.json").exists()
+
+
 def test_config_file_with_command_line_override(baseline, tmp_path):
     output = tmp_path / "out"
     cfg = tmp_path / "train.yaml"
@@ -226,14 +293,67 @@ def _fail(_):
 
 def test_train_output_is_only_our_own_lines(tmp_path):
     """What a user sees: Beam's worker processes print nothing of their start-up."""
-    (tmp_path / "in.txt").write_text("hello world, hello beam\n" * 200)
+    (tmp_path / "in.txt").write_text("hello world, hello beam\n" * 200)  # 14 merges to learn
     command = [sys.executable, "-m", "pipeline.cli", "train", "--input", str(tmp_path / "in.txt"),
-               "--vocab-size", "300", "--output", str(tmp_path / "out"), "--direct_num_workers=2"]
+               "--vocab-size", "270", "--output", str(tmp_path / "out"), "--direct_num_workers=2"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
     assert any("learned" in line for line in lines), lines
     assert all(line.startswith(("beam-bpe train:", "  ")) for line in lines), lines
+
+
+def test_records_mostly_dead_letters_for_one_reason_are_not_trained_on(tmp_path, capsys):
+    # --text-field body on records that have a "text": all but one are dead letters.
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text("".join(json.dumps({"text": f"hello world {i}"}) + "\n" for i in range(9))
+                      + json.dumps({"body": "hello body"}) + "\n")
+    output = tmp_path / "out"
+    assert train("--input", str(corpus), "--text-field", "body", "--vocab-size", "300", "--output", str(output),
+                 *IN_MEMORY) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err[-1] == (
+        f"beam-bpe train: error: 9 of 10 input records are dead letters for one reason (missing field 'body', "
+        f"e.g. {corpus} record 1): not training; is --text-field or --format wrong? They are listed in "
+        f"{output}/dead_letters/; the counts of the rest are in {output}/word_counts.parquet "
+        "(--word-counts trains from them)"
+    ), err
+    assert not (output / "tokenizer.json").exists()
+
+
+def test_a_vocabulary_far_below_vocab_size_needs_allow_smaller_vocab(tmp_path, capsys):
+    corpus = tmp_path / "in.txt"
+    corpus.write_text("hello world, hello beam\n" * 50)
+    output = tmp_path / "out"
+    args = ["--input", str(corpus), "--vocab-size", "1000", "--output", str(output), *IN_MEMORY]
+    assert train(*args) == 2
+    captured = capsys.readouterr()
+    err = [line for line in captured.err.splitlines() if line.strip()]
+    learned = len(json.loads((output / "merges.checkpoint.json").read_text())["merges"])
+    assert 0 < learned < 744 // 2
+    assert err[-1] == (
+        f"beam-bpe train: error: learned only {learned} of the 744 merges --vocab-size 1000 asks for (no pair "
+        f"occurs 2+ times in the rest), so the vocabulary would be {256 + learned}: not writing tokenizer.json. "
+        f"The merges are saved in {output}/merges.checkpoint.json: rerun with --resume --allow-smaller-vocab "
+        "to write that tokenizer, or use a larger corpus, a lower --min-frequency or a smaller --vocab-size"
+    ), err
+    assert "learned" not in captured.out  # no summary: nothing to present as a result
+    assert not (output / "tokenizer.json").exists() and not (output / "train_stats.json").exists()
+    assert train(*args, "--resume", "--allow-smaller-vocab") == 0
+    assert bpe.Tokenizer.load(str(output)).vocab_size == 256 + learned
+    # Half the merges asked for is enough.
+    assert train(*args[:2], "--vocab-size", str(256 + 2 * learned), "--output", str(tmp_path / "half"),
+                 *IN_MEMORY) == 0
+
+
+def test_help_lists_the_flags_that_guard_the_result(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        train("--help")
+    assert stopped.value.code == 0
+    out = capsys.readouterr().out
+    for flag in ("--allow-smaller-vocab", "--trust-word-counts", "--overwrite"):
+        assert flag in out
+    assert "fewer than 50% of the merges" in " ".join(out.split())
 
 
 def _worker_log_level():
@@ -303,7 +423,7 @@ ERROR_CASES = [
     "glob matches nothing", "vocab too small", "invalid regex", "output is a file", "output under a file",
     "unknown format", "dask runner", "dask runner class path", "missing vocab size", "missing input",
     "word counts missing", "word counts not parquet", "config missing", "config not yaml",
-    "config unknown key", "duplicate special", "underscored flag",
+    "config unknown key", "duplicate special", "underscored flag", "special token is a byte",
 ]
 
 
@@ -336,6 +456,8 @@ def _error_cases(tmp_path: pathlib.Path, corpus: dict) -> dict:
         "config unknown key": ([*ok, "--config", str(unknown_key)], "unknown key 'vocab_sise'"),
         "duplicate special": ([*ok, "--special-token", "<a>", "--special-token", "<a>"], "given twice"),
         "underscored flag": ([*ok, "--min_frequency=5"], "unknown flag --min_frequency: did you mean --min-frequency?"),
+        "special token is a byte": ([*ok, "--special-token", "Ċ"],
+                                    "--special-token: special token 'Ċ' is spelled like the ordinary token 10 "),
     }
 
 
