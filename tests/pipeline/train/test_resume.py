@@ -264,7 +264,7 @@ def test_completed_count_phase_is_marked_and_not_rerun(corpus, tmp_path, capsys)
     # The count phase's numbers come from the marker.
     for key in ("documents", "bytes", "pieces", "unique_pieces", "runner", "dead_letters"):
         assert stats[key] == first_stats[key], key
-    assert "counted" in captured.out  # the summary still reports the count
+    assert "counted" in captured.err  # the summary still reports the count (on stderr, as every summary)
 
 
 def test_count_phase_without_marker_is_counted_again(corpus, tmp_path, capsys):
