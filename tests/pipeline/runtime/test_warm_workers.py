@@ -360,7 +360,7 @@ def discard():  # each worker reports and exits by itself first
     real_discard()
 warm_workers.discard = discard
 def state(who):  # one write each: the processes share the pipe
-    os.write(1, f"{{who}} {{gc.isenabled()}} {{gc.get_freeze_count() > 10000}}\n".encode())
+    os.write(1, f"{{who}} {{gc.isenabled()}} {{gc.get_freeze_count() > 10000}}\\n".encode())
 def run_forked(job_input):
     state("worker")
     real_exit(0)
