@@ -13,7 +13,8 @@ means the token shards in it (``part-*-of-*.parquet``), not the other files
 beam-bpe keeps beside them (``.beam-bpe-output.json``, ``stats.json``). With
 ``--jsonl`` each document is one line ``{"id": ..., "text": ...}`` instead: the
 text decoded as the stream decoder decodes it (invalid UTF-8 becomes U+FFFD),
-JSON-escaped, non-ASCII as is.
+JSON-escaped, non-ASCII as is. ``--id X`` writes the documents whose id is X; where
+X names several (ids repeated across files), all of them, and one line on stderr says so.
 
 Stream: whitespace-separated IDs are read from stdin as they arrive and text is
 written as soon as whole characters exist: an incomplete UTF-8 tail is held back
@@ -110,6 +111,10 @@ def decode_shards(tokenizer: Tokenizer, patterns: list[str], out: BinaryIO, only
             written += _decode_shard(tokenizer, path, _open_shard(tokenizer, path, f), out, only_id, jsonl)
     if only_id is not None and not written:
         raise UserError(f"no document with id {only_id!r} in {', '.join(patterns)}")
+    if only_id is not None and written > 1:
+        # Ids may repeat across files (corpora numbered per file): all are written, in shard order.
+        print(f"beam-bpe decode: id {only_id!r} names {written:,} documents; all are written, in shard order",
+              file=sys.stderr)
     return written
 
 

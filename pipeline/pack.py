@@ -84,9 +84,11 @@ def add_packing_options(parser: argparse.ArgumentParser) -> dict[str, object]:
     split = parser.add_mutually_exclusive_group()
     options += [
         split.add_argument("--validation-fraction", type=float, default=0.0,
-                           help="fraction of documents (by a hash of their id) held out for validation"),
+                           help="fraction of documents (by a hash of their id and its occurrence) held out "
+                           "for validation"),
         split.add_argument("--validation-documents", type=int, default=0,
-                           help="number of documents (the smallest hashes of their ids) held out for validation"),
+                           help="number of documents (the smallest hashes of their id and its occurrence) "
+                           "held out for validation"),
         parser.add_argument("--targets", action="store_true",
                             help="seq-len + 1 tokens per sequence, for shifted targets"),
         parser.add_argument("--drop-remainder", action="store_true",
@@ -148,7 +150,8 @@ def write_packed(units: beam.PCollection, transform: PackSequences, args: argpar
     )
     _ = (
         packed.plans
-        | "PlanFile" >> beam.Map(lambda plans: (PLAN_FILE, plan_json(plans)))
+        | "PlanFile" >> beam.Map(lambda plans, repeated: (PLAN_FILE, plan_json(plans, repeated)),
+                                 beam.pvalue.AsSingleton(packed.repeated_ids))
         | "WritePlan" >> WriteFiles(staging)
     )
 
@@ -316,12 +319,14 @@ def _settings(args: argparse.Namespace, transform: PackSequences) -> dict:
     }
 
 
-def plan_json(plans: dict) -> bytes:
-    """The job's plan of every split, as the driver reads it back."""
+def plan_json(plans: dict, repeated_ids: int = 0) -> bytes:
+    """The job's plan of every split, and how many documents share their id with an
+    earlier one, as the driver reads them back."""
     return json.dumps({
-        split: {"documents": plan.documents, "tokens": plan.tokens, "sequences": plan.sequences,
-                "dropped_tokens": plan.dropped_tokens, "padding_tokens": plan.padding_tokens, "files": plan.files}
-        for split, plan in plans.items()
+        **{split: {"documents": plan.documents, "tokens": plan.tokens, "sequences": plan.sequences,
+                   "dropped_tokens": plan.dropped_tokens, "padding_tokens": plan.padding_tokens, "files": plan.files}
+           for split, plan in plans.items()},
+        "repeated_ids": repeated_ids,
     }, indent=2).encode()
 
 
@@ -368,6 +373,7 @@ def collect_stats(directory: str, format: str, inputs: ShardsInfo, settings: dic
         **totals,
         "splits": splits,
         "input": {"documents": inputs.documents, "tokens": inputs.tokens},
+        "repeated_ids": plans.get("repeated_ids", 0),
         "tokenizer_sha256": inputs.tokenizer_sha256,
         "vocab_size": inputs.vocab_size,
         "eos_token_id": inputs.eos_token_id,

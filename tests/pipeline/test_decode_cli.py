@@ -296,6 +296,22 @@ def test_decode_input_jsonl_writes_one_object_per_document(tokenizer, tmp_path, 
                                                        ensure_ascii=False) + "\n").encode()
 
 
+def test_decode_id_says_when_it_names_several_documents(tokenizer, tmp_path, capfdbinary):
+    from tests.support.corpora import write_token_shards
+
+    tok, tok_path = tokenizer
+    rows = [("0", tok.encode("first file")), ("1", tok.encode("other")), ("0", tok.encode("second file"))]
+    write_token_shards(rows, tmp_path / "shards", shards=2, sha256=tok.sha256, vocab_size=tok.vocab_size)
+    assert cli.main(["decode", "--tokenizer", tok_path, "--input", str(tmp_path / "shards"), "--id", "0"]) == 0
+    captured = capfdbinary.readouterr()
+    assert captured.out == b"first filesecond file"
+    assert captured.err.decode().splitlines() == [
+        "beam-bpe decode: id '0' names 2 documents; all are written, in shard order"]
+    assert cli.main(["decode", "--tokenizer", tok_path, "--input", str(tmp_path / "shards"), "--id", "1"]) == 0
+    captured = capfdbinary.readouterr()
+    assert captured.out == b"other" and captured.err == b""
+
+
 def test_jsonl_goes_with_input(tokenizer, capsys):
     _, path = tokenizer
     assert cli.main(["decode", "--tokenizer", path, "--stream", "--jsonl"]) == 2

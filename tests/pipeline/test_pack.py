@@ -19,7 +19,7 @@ from tests.support.cli import IN_MEMORY, encode_and_pack, pack
 from tests.support.corpora import write_token_shards
 from tests.support.outputs import read_packed_parquet
 from tests.support.real_text import stdlib_lines
-from tests.support.reference_packer import reference_pack, reference_validation
+from tests.support.reference_packer import document_keys, reference_pack, reference_validation
 from tests.support.toy_tokenizers import train_small
 
 TWO_WORKERS = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
@@ -75,7 +75,7 @@ def test_stats_account_for_every_token(split_run, docs):
     assert s["input"] == {"documents": len(docs), "tokens": tokens_in}
     assert s["tokens"] + s["dropped_tokens"] == tokens_in and s["dropped_tokens"] == 0
     validation = reference_validation(docs, 0.1)
-    assert s["splits"]["validation"]["documents"] == sum(i in validation for i, _ in docs)
+    assert s["splits"]["validation"]["documents"] == sum(key in validation for key in document_keys(docs))
     assert s["documents"] == len(docs)
     for split, rows in packed_splits(split_run).items():
         assert s["splits"][split]["sequences"] == len(rows)
@@ -83,6 +83,7 @@ def test_stats_account_for_every_token(split_run, docs):
         assert s["splits"][split]["padding_tokens"] == sum(64 - real for _, real, _, _ in rows) < 64
     assert len(s["splits"]["train"]["files"]) == -(-s["splits"]["train"]["sequences"] // (1000 // 64)) > 1
     assert s["tokenizer_sha256"] == "0" * 64 and s["vocab_size"] == 1000
+    assert s["repeated_ids"] == 10  # ids doc-0 .. doc-9 name two documents each
 
 
 def test_eight_shards_on_two_workers_write_the_same_files(split_run, shards, tmp_path):
@@ -135,7 +136,7 @@ def test_another_seed_shuffles_differently_with_the_same_split(split_run, shards
                 "--validation-fraction", "0.1", "--tokens-per-file", "1000", *IN_MEMORY) == 0
     a, b = packed_splits(split_run), packed_splits(out)
     assert a["train"] != b["train"] and sorted(map(str, a["train"])) == sorted(map(str, b["train"]))
-    assert {i for _, _, _, ids in b["validation"] for i in ids} <= reference_validation(docs, 0.1)
+    assert {i for _, _, _, ids in b["validation"] for i in ids} <= {i for i, _ in reference_validation(docs, 0.1)}
 
 
 @pytest.mark.parametrize("workers", [IN_MEMORY, TWO_WORKERS], ids=["in_memory", "two_workers"])
@@ -155,6 +156,41 @@ def test_whole_documents_equal_the_reference(shards, tmp_path, docs, workers):
     unique = {i for i, _ in docs if sum(j == i for j, _ in docs) == 1}
     cut = {i for i in pieces if pieces.count(i) > 1} & unique
     assert cut and cut <= {i for i, t in docs if len(t) > 51}
+
+
+def test_validation_documents_hold_out_exactly_n_where_ids_repeat_across_files(tmp_path):
+    # Each file numbers its documents from 0, as many corpora do: 40 ids, each in 3 files.
+    rng = np.random.default_rng(7)
+    docs = [(str(i), rng.integers(0, 1000, 20).tolist()) for _ in range(3) for i in range(40)]
+    write_token_shards(docs, tmp_path / "in", shards=3, rows_per_group=7)
+    out = tmp_path / "out"
+    assert pack("--input", str(tmp_path / "in"), "--seq-len", "20", "--output", str(out),
+                "--validation-documents", "10", *IN_MEMORY) == 0
+    splits = packed_splits(out)
+    # A sequence of 20 tokens is one whole document: every document in exactly one split.
+    assert len(splits["validation"]) == 10 and len(splits["train"]) == 110
+    assert sorted(seq for rows in splits.values() for seq, _, _, _ in rows) == sorted(t for _, t in docs)
+    assert splits == reference_pack(docs, 20, validation=reference_validation(docs, documents=10))
+    s = stats(out)
+    assert (s["splits"]["validation"]["documents"], s["splits"]["train"]["documents"]) == (10, 110)
+    assert s["repeated_ids"] == 80
+
+
+def test_every_record_with_the_same_id_splits_as_asked(tmp_path):
+    rng = np.random.default_rng(8)
+    docs = [("same", rng.integers(0, 1000, 10).tolist()) for _ in range(60)]
+    write_token_shards(docs, tmp_path / "in", shards=2, rows_per_group=9)
+    for option, value in (("--validation-documents", "7"), ("--validation-fraction", "0.3")):
+        out = tmp_path / option
+        assert pack("--input", str(tmp_path / "in"), "--seq-len", "10", "--output", str(out), option, value,
+                    *IN_MEMORY) == 0
+        splits, s = packed_splits(out), stats(out)
+        validation = (reference_validation(docs, documents=7) if option == "--validation-documents"
+                      else reference_validation(docs, 0.3))
+        assert splits == reference_pack(docs, 10, validation=validation)
+        held_out = s["splits"]["validation"]["documents"]
+        assert held_out == len(validation) == len(splits["validation"]) and s["repeated_ids"] == 59
+        assert held_out == 7 if option == "--validation-documents" else 5 < held_out < 30
 
 
 def test_drop_remainder_counts_the_dropped_tokens(shards, tmp_path, docs):

@@ -9,19 +9,33 @@ import numpy as np
 
 from transforms.pack.sequence_order import Permutation
 
-__all__ = ["reference_pack", "reference_validation"]
+__all__ = ["document_keys", "reference_pack", "reference_validation"]
+
+
+def document_keys(docs):
+    """(id, occurrence) of each document, in order: occurrence counts the earlier documents with its id."""
+    seen = {}
+    keys = []
+    for doc_id, _ in docs:
+        keys.append((doc_id, seen.get(doc_id, 0)))
+        seen[doc_id] = seen.get(doc_id, 0) + 1
+    return keys
 
 
 def reference_validation(docs, fraction=0.0, documents=0):
-    """The ids of the validation split, computed plainly from the definition."""
+    """The (id, occurrence) keys of the validation split, computed plainly from the definition."""
 
-    def key(doc_id):
-        return int.from_bytes(hashlib.blake2b(doc_id.encode("utf-8"), digest_size=8).digest(), "big"), doc_id
+    def key(doc_key):
+        doc_id, occurrence = doc_key
+        salt = b"" if occurrence == 0 else occurrence.to_bytes(16, "little")
+        digest = hashlib.blake2b(doc_id.encode("utf-8"), digest_size=8, salt=salt).digest()
+        return int.from_bytes(digest, "big"), doc_id, occurrence
 
+    keys = document_keys(docs)
     if documents:
-        last = sorted(key(doc_id) for doc_id, _ in docs)[documents - 1]
-        return {doc_id for doc_id, _ in docs if key(doc_id) <= last}
-    return {doc_id for doc_id, _ in docs if key(doc_id)[0] < fraction * 2**64}
+        last = sorted(key(k) for k in keys)[documents - 1]
+        return {k for k in keys if key(k) <= last}
+    return {k for k in keys if key(k)[0] < fraction * 2**64}
 
 
 def reference_pack(docs, length, split_documents=True, drop_remainder=False, pad_id=0, seed=0,
@@ -34,7 +48,8 @@ def reference_pack(docs, length, split_documents=True, drop_remainder=False, pad
     """
     result = {}
     for split in ("train", "validation"):
-        chosen = [(i, list(t)) for i, t in docs if (i in validation) == (split == "validation")]
+        chosen = [(i, list(t)) for (i, t), key in zip(docs, document_keys(docs))
+                  if (key in validation) == (split == "validation")]
         sequences = (_reference_stream(chosen, length, drop_remainder, pad_id) if split_documents
                      else _reference_best_fit(chosen, length, pad_id, window_tokens))
         positions = Permutation(len(sequences), seed, split)(np.arange(len(sequences)))

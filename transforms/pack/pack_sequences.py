@@ -17,13 +17,17 @@ each split aside as one raw stream in the scratch directory and passes on only
 their documents' lengths and ids. From these, every worker knows the global
 position of its documents without any global order in memory; pieces name
 their tokens by stream and offset, and Assemble, writing an output file,
-reads its sequences' tokens from the streams. With ``validation_documents`` a
-first pass over the ids finds the hash of the N-th smallest. A unit is read
+reads its sequences' tokens from the streams. A first pass over the ids finds
+the ids that name several documents (grouped by id) and gives every unit the
+number of documents before it with each of those ids, so each document has a
+key unique within the job (``sequence_order.Occurrences``); with
+``validation_documents`` the N-th smallest key is found from them. A unit is read
 as a stream of bounded batches (``transforms.pack.input_shards``).
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from typing import Iterable, NamedTuple, Sequence, Tuple
 
@@ -39,7 +43,7 @@ from transforms.pack.packing_algorithm import (
     Layout, Offsets, Pieces, SequenceBlock, UnitDocuments, assemble, cut_stream, pack_window, plan_splits,
     split_by_file, window_of,
 )
-from transforms.pack.sequence_order import SPLITS, ValidationRule, id_hashes, smallest_keys
+from transforms.pack.sequence_order import SPLITS, Occurrences, ValidationRule, id_hashes, smallest_keys
 
 __all__ = ["PackSequences", "PackedSequences", "ShardUnits", "shard_units"]
 
@@ -99,9 +103,43 @@ def _use_jemalloc() -> None:
         pass
 
 
-def _local_smallest(unit: Unit, n: int) -> list[tuple[int, str]]:
-    ids = open_shard(unit.path).read_row_group(unit.row_group, columns=["id"]).column("id").to_pylist()
-    return smallest_keys(ids, id_hashes(ids), n)
+def _unit_ids(unit: Unit) -> list[str]:
+    return open_shard(unit.path).read_row_group(unit.row_group, columns=["id"]).column("id").to_pylist()
+
+
+def _id_counts(unit: Unit) -> Iterable[tuple[str, tuple[tuple[int, int], int]]]:
+    """(id, (unit key, documents of the unit with that id)) for each id of a unit."""
+    for doc_id, count in collections.Counter(_unit_ids(unit)).items():
+        yield doc_id, (unit.key, count)
+
+
+def _earlier_counts(keyed) -> Iterable[tuple[tuple[int, int], tuple[str, int]]]:
+    """For an id that names several documents: (unit key, (id, its documents in earlier units)) per unit."""
+    doc_id, counts = keyed
+    counts = sorted(counts)
+    if sum(count for _, count in counts) > 1:
+        earlier = 0
+        for key, count in counts:
+            yield key, (doc_id, earlier)
+            earlier += count
+
+
+def _repeated(keyed) -> int:
+    """How many documents share their id with an earlier one."""
+    return sum(count for _, count in keyed[1]) - 1
+
+
+def _with_earlier(keyed) -> tuple[Unit, dict[str, int]]:
+    _, joined = keyed
+    (unit,) = joined["unit"]
+    return unit, dict(joined["earlier"])
+
+
+def _local_smallest(unit_earlier: tuple[Unit, dict[str, int]], n: int) -> list[tuple[int, str, int]]:
+    unit, earlier = unit_earlier
+    ids = _unit_ids(unit)
+    occurrences = Occurrences(earlier)(ids)
+    return smallest_keys(ids, id_hashes(ids, occurrences), n, occurrences)
 
 
 class _SpillFn(beam.DoFn):
@@ -111,8 +149,9 @@ class _SpillFn(beam.DoFn):
     def setup(self):
         _use_jemalloc()
 
-    def process(self, unit: Unit, rule) -> Iterable[UnitDocuments]:
-        yield spill_unit(unit, rule, self._directory, self._dtype)
+    def process(self, unit_earlier: tuple[Unit, dict[str, int]], rule) -> Iterable[UnitDocuments]:
+        unit, earlier = unit_earlier
+        yield spill_unit(unit, rule, self._directory, self._dtype, earlier)
 
 
 class _CutFn(beam.DoFn):
@@ -215,10 +254,12 @@ class _AssembleFn(beam.DoFn):
 
 class PackedSequences(NamedTuple):
     """What PackSequences gives: the blocks of sequences of every output file,
-    and one element, {split: SplitPlan}, describing each split."""
+    one element, {split: SplitPlan}, describing each split, and one element,
+    the number of documents whose id is shared with an earlier document."""
 
     blocks: beam.PCollection
     plans: beam.PCollection
+    repeated_ids: beam.PCollection
 
 
 @dataclasses.dataclass
@@ -242,9 +283,10 @@ class PackSequences(beam.PTransform):
       drop_remainder: drop the stream's last, incomplete sequence instead of padding it.
       pad_id: the token ID of padding.
       seed: the seed of the shuffle of sequences.
-      validation_fraction: the fraction of documents, by hash of their id, for validation.
+      validation_fraction: the fraction of documents, by hash of their key (id and
+        occurrence, ``sequence_order``), for validation.
       validation_documents: instead, the number of documents for validation
-        (those with the smallest hashes).
+        (those with the smallest keys).
       vocab_size: the tokenizer's vocabulary size (picks uint16 or uint32 tokens).
       tokens_per_file: about how many tokens go into one output file.
       window_tokens: whole-document packing works on windows of about this many tokens.
@@ -284,7 +326,8 @@ class PackSequences(beam.PTransform):
         return np.uint16 if self.vocab_size <= 1 << 16 else np.uint32
 
     def _rule(self, units):
-        """The validation rule: a value, or for a number of documents a side input computed from the ids."""
+        """The validation rule: a value, or for a number of documents a side input computed
+        from the documents' keys (``units``: (unit, earlier counts of its repeated ids))."""
         if self.validation_documents:
             n = self.validation_documents
             return beam.pvalue.AsSingleton(
@@ -297,6 +340,18 @@ class PackSequences(beam.PTransform):
 
     def expand(self, units):
         layout, single = self.layout, beam.pvalue.AsSingleton
+        by_id = units | "IdCounts" >> beam.FlatMap(_id_counts) | "GroupIds" >> beam.GroupByKey()
+        repeated_ids = (
+            by_id
+            | "Repeated" >> beam.Map(_repeated)
+            | "RepeatedIds" >> beam.CombineGlobally(sum)
+        )
+        earlier = by_id | "EarlierCounts" >> beam.FlatMap(_earlier_counts)
+        units = (
+            {"unit": units | "KeyUnits" >> beam.Map(lambda unit: (unit.key, unit)), "earlier": earlier}
+            | "JoinEarlier" >> beam.CoGroupByKey()
+            | "WithEarlier" >> beam.Map(_with_earlier)
+        )
         documents = units | "Spill" >> beam.ParDo(_SpillFn(self.scratch_dir, self.dtype), self._rule(units))
         offsets = (
             documents
@@ -331,4 +386,4 @@ class PackSequences(beam.PTransform):
             | "Assemble" >> beam.ParDo(_AssembleFn(self.scratch_dir, self.pad_id, self.dtype), single(plans),
                                        single(offsets)).with_output_types(SequenceBlock)
         )
-        return PackedSequences(blocks, plans)
+        return PackedSequences(blocks, plans, repeated_ids)

@@ -6,8 +6,9 @@ or one output file, never on the whole corpus.
 
 The documents of each split (train, validation) are concatenated in input
 order: shard files sorted by name, row groups in file order, rows in row-group
-order. A document goes to the validation split when a hash of its id is small
-(``sequence_order.ValidationRule``), so the split depends on the ids alone. Everything else is
+order. A document goes to the validation split when a hash of its key (its id and how
+many documents before it have the same id) is small (``sequence_order.ValidationRule``),
+so the split depends on the ids and their order alone. Everything else is
 defined by global positions in a split's stream of tokens, which a first pass
 (``UnitDocuments`` per unit, summed up by ``Offsets``) gives to every unit. So the
 result does not depend on how the same documents are cut into shards or row

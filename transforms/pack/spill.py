@@ -27,7 +27,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from transforms.pack.input_shards import Unit, as_token_type, read_batches
 from transforms.pack.packing_algorithm import UnitDocuments
-from transforms.pack.sequence_order import SPLITS, ValidationRule, split_masks
+from transforms.pack.sequence_order import SPLITS, Occurrences, ValidationRule, split_masks
 
 __all__ = ["SpillReader", "spill_path", "spill_unit"]
 
@@ -64,15 +64,18 @@ class _StreamWriter:
         FileSystems.rename([self._tmp], [self.path])
 
 
-def spill_unit(unit: Unit, rule: ValidationRule | None, directory: str, dtype) -> UnitDocuments:
+def spill_unit(unit: Unit, rule: ValidationRule | None, directory: str, dtype,
+               earlier: dict[str, int] | None = None) -> UnitDocuments:
     """Reads one unit, writes its tokens of each split as a stream, and returns
-    its documents (token counts and ids) by split."""
+    its documents (token counts and ids) by split. ``earlier``: for each id that
+    names several documents of the job, how many of them come before this unit."""
+    occurrences = Occurrences(earlier)
     writers: dict[str, _StreamWriter] = {}
     lengths = {split: [] for split in SPLITS}
     ids = {split: [] for split in SPLITS}
     for batch_ids, batch_lengths, tokens in read_batches(unit):
         id_array = pa.array(batch_ids, pa.string())
-        masks = split_masks(batch_ids, rule)
+        masks = split_masks(batch_ids, rule, occurrences(batch_ids))
         for split, mask in masks.items():
             if mask.any():
                 every = mask.all()

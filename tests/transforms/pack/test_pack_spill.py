@@ -37,7 +37,7 @@ def test_a_unit_spills_each_split_as_one_stream_in_order(tmp_path, monkeypatch):
     validation = reference_validation(docs, 0.3)
     documents = spill_unit(Unit(0, path, 0), rule, str(tmp_path / "spill"), np.uint16)
     for split in ("train", "validation"):
-        chosen = [(i, t) for i, t in docs if (i in validation) == (split == "validation")]
+        chosen = [(i, t) for i, t in docs if ((i, 0) in validation) == (split == "validation")]
         assert documents.ids[split].to_pylist() == [i for i, _ in chosen]
         assert documents.lengths[split].tolist() == [len(t) for _, t in chosen]
         stream = np.fromfile(spill_path(str(tmp_path / "spill"), split, (0, 0)), np.uint16)

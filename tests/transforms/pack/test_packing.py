@@ -7,6 +7,7 @@ equal tests.support.reference_packer.reference_pack whatever the units.
 """
 
 import collections
+import hashlib
 
 import numpy as np
 import pyarrow as pa
@@ -14,23 +15,29 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.support.reference_packer import reference_pack, reference_validation
+from tests.support.reference_packer import document_keys, reference_pack, reference_validation
 from transforms.pack import packing_algorithm as packing
 from transforms.pack.packing_algorithm import (
     Layout, Offsets, Pieces, UnitDocuments, assemble, best_fit, cut_stream, pack_window, plan_splits, read_runs,
     split_by_file, window_of,
 )
-from transforms.pack.sequence_order import Permutation, ValidationRule, id_hashes, smallest_keys, split_masks
+from transforms.pack.sequence_order import (
+    Occurrences, Permutation, ValidationRule, id_hashes, smallest_keys, split_masks,
+)
 
 
 def distributed_pack(docs, units, layout, rule, pad_id=0):
     """transforms.pack's steps, run in-process on ``units`` (lists of documents):
     each unit's tokens of a split set aside as a stream, pieces referring to them."""
     streams, documents = {}, []
+    totals, seen = collections.Counter(i for i, _ in docs), collections.Counter()
     for key, unit in enumerate(units):
         lengths = {split: np.zeros(0, np.int64) for split in ("train", "validation")}
         ids = {split: pa.array([], pa.string()) for split in ("train", "validation")}
-        for split, split_lengths, tokens, split_ids in unit_splits(unit, rule):
+        # Each unit knows only how many documents of each repeated id come before it.
+        earlier = {i: seen[i] for i, _ in unit if totals[i] > 1}
+        seen.update(i for i, _ in unit)
+        for split, split_lengths, tokens, split_ids in unit_splits(unit, rule, earlier):
             lengths[split], ids[split], streams[split, key] = split_lengths, split_ids, tokens
         documents.append(UnitDocuments((0, key), lengths, ids))
     offsets = Offsets.from_counts(reversed([(d.key, d.counts()) for d in documents]))  # arrival order must not matter
@@ -80,11 +87,11 @@ def distributed_pack(docs, units, layout, rule, pad_id=0):
     return result, plans
 
 
-def unit_splits(unit, rule):
+def unit_splits(unit, rule, earlier):
     ids = [i for i, _ in unit]
     lengths = np.array([len(t) for _, t in unit], dtype=np.int64)
     tokens = np.array([x for _, t in unit for x in t], dtype=np.uint32)
-    for split, mask in split_masks(ids, rule).items():
+    for split, mask in split_masks(ids, rule, Occurrences(earlier)(ids)).items():
         if mask.any():
             yield split, lengths[mask], tokens[np.repeat(mask, lengths)], pa.array(ids, pa.string()).filter(mask)
 
@@ -130,7 +137,8 @@ def test_distributed_packing_equals_the_reference(docs, cuts, length, split_docu
     assert got == expected
     # Every token accounted for: real tokens out + dropped = tokens in, per split.
     for split, plan in plans.items():
-        tokens_in = sum(len(t) for i, t in docs if (i in validation) == (split == "validation"))
+        tokens_in = sum(len(t) for (_, t), key in zip(docs, document_keys(docs))
+                        if (key in validation) == (split == "validation"))
         assert sum(real for _, real, _, _ in got[split]) + plan.dropped_tokens == tokens_in == plan.tokens
         assert plan.padding_tokens == sum(length - real for _, real, _, _ in got[split])
 
@@ -184,24 +192,42 @@ def test_best_fit_matches_a_plain_best_fit_decreasing(sizes):
 @given(ids=st.lists(st.text(max_size=5), max_size=50), n=st.integers(1, 10))
 def test_validation_documents_are_the_n_smallest_hashes(ids, n):
     docs = [(i, []) for i in ids]
-    hashes = id_hashes(ids)
+    occurrences = np.array([k for _, k in document_keys(docs)], np.int64)
+    hashes = id_hashes(ids, occurrences)
+    half = len(ids) // 2
     # Local n-smallest lists merge into the global one, as Top.Smallest does.
-    local = smallest_keys(ids[: len(ids) // 2], hashes[: len(ids) // 2], n) + smallest_keys(
-        ids[len(ids) // 2:], hashes[len(ids) // 2:], n)
+    local = smallest_keys(ids[:half], hashes[:half], n, occurrences[:half]) + smallest_keys(
+        ids[half:], hashes[half:], n, occurrences[half:])
     keys = sorted(local)[:n]
     if not ids:
         assert keys == []
         return
     rule = ValidationRule(last=keys[-1])
-    chosen = {i for i, v in zip(ids, rule.is_validation(ids, hashes)) if v}
-    assert chosen == reference_validation(docs, documents=min(n, len(ids)))
+    chosen = rule.is_validation(ids, hashes, occurrences)
+    # Exactly n documents whatever the ids repeat: keys are unique.
+    assert chosen.sum() == min(n, len(ids))
+    assert {key for key, c in zip(document_keys(docs), chosen) if c} == reference_validation(
+        docs, documents=min(n, len(ids)))
 
 
 def test_validation_fraction_is_about_the_fraction_and_stable():
     ids = [f"doc-{i}" for i in range(20000)]
     chosen = ValidationRule.fraction(0.1).is_validation(ids, id_hashes(ids))
     assert 0.09 < chosen.mean() < 0.11
-    assert {i for i, c in zip(ids, chosen) if c} == reference_validation([(i, []) for i in ids], 0.1)
+    assert {(i, 0) for i, c in zip(ids, chosen) if c} == reference_validation([(i, []) for i in ids], 0.1)
+
+
+def test_a_repeated_id_splits_by_its_occurrence():
+    ids = ["same"] * 2000
+    occurrences = Occurrences({"same": 0})(ids[:700])
+    occurrences = np.concatenate([occurrences, Occurrences({"same": 700})(ids[700:])])
+    assert occurrences.tolist() == list(range(2000))
+    chosen = ValidationRule.fraction(0.1).is_validation(ids, id_hashes(ids, occurrences), occurrences)
+    assert 0.07 < chosen.mean() < 0.13
+    # The first occurrence keeps the hash of the id alone: unique ids split as they always did.
+    assert id_hashes(["same"], [0])[0] == id_hashes(["same"])[0] == int.from_bytes(
+        hashlib.blake2b(b"same", digest_size=8).digest(), "big")
+    assert Occurrences({})(["a", "a"]).tolist() == [0, 0]  # ids not named as repeated are taken as unique
 
 
 def test_assemble_refuses_pieces_that_do_not_tile():
