@@ -30,7 +30,7 @@ import argparse
 import json
 import os
 import sys
-from typing import BinaryIO
+from typing import BinaryIO, Iterator
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -169,15 +169,20 @@ def _decode_shard(tokenizer: Tokenizer, path: str, parquet: pq.ParquetFile, out:
     return written
 
 
-def _write_document(tokenizer: Tokenizer, tokens, eos_id: int | None, bos_id: int | None, out: BinaryIO) -> None:
-    """Writes one row's document, without the EOS and BOS that encoding added,
-    ``DECODE_IDS`` tokens at a time (an Arrow array stays 4 bytes per token; a
-    Python list of a huge document would not)."""
+def _document_pieces(tokens, eos_id: int | None, bos_id: int | None) -> Iterator[list[int]]:
+    """A row's token IDs without the EOS and BOS that encoding added, ``DECODE_IDS`` at a
+    time (an Arrow array stays 4 bytes per token; a Python list of a huge document would not)."""
     n = len(tokens)
     ends = (tokens[0].as_py(), tokens[n - 1].as_py()) if n else (None, None)
     first, end = document_span(n, *ends, eos_id, bos_id)
     for start in range(first, end, DECODE_IDS):
-        out.write(decode_tokens(tokenizer, tokens.slice(start, min(DECODE_IDS, end - start)).to_pylist()))
+        yield tokens.slice(start, min(DECODE_IDS, end - start)).to_pylist()
+
+
+def _write_document(tokenizer: Tokenizer, tokens, eos_id: int | None, bos_id: int | None, out: BinaryIO) -> None:
+    """Writes one row's document, without the EOS and BOS that encoding added."""
+    for ids in _document_pieces(tokens, eos_id, bos_id):
+        out.write(decode_tokens(tokenizer, ids))
 
 
 def _write_json_document(tokenizer: Tokenizer, doc_id: str, tokens, eos_id: int | None, bos_id: int | None,
@@ -187,13 +192,10 @@ def _write_json_document(tokenizer: Tokenizer, doc_id: str, tokens, eos_id: int 
     added. The text is the stream decoder's (invalid UTF-8 becomes U+FFFD), escaped
     ``DECODE_IDS`` tokens at a time: JSON escapes each character on its own, so the
     pieces make the whole string."""
-    n = len(tokens)
-    ends = (tokens[0].as_py(), tokens[n - 1].as_py()) if n else (None, None)
-    first, end = document_span(n, *ends, eos_id, bos_id)
     decoder = tokenizer.stream_decoder()
     out.write(f'{{"id": {json.dumps(doc_id, ensure_ascii=False)}, "text": "'.encode("utf-8"))
-    for start in range(first, end, DECODE_IDS):
-        text = decoder.feed(tokens.slice(start, min(DECODE_IDS, end - start)).to_pylist())
+    for ids in _document_pieces(tokens, eos_id, bos_id):
+        text = decoder.feed(ids)
         out.write(json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8"))
     out.write(json.dumps(decoder.flush(), ensure_ascii=False)[1:-1].encode("utf-8") + b'"}\n')
 
