@@ -232,7 +232,8 @@ def io_limit_job(argv: list[str]) -> None:
     from transforms.dead_letters import WriteDeadLetters
     from transforms.encode import EncodeDocuments
     from transforms.read import ReadDocuments
-    from transforms.shards import TokenRow, WriteTokenShards
+    from transforms.shards import TokenRow
+    from transforms.write_shards import WriteTokenShards
 
     batch_size = EncodeDocuments.__dataclass_fields__["batch_size"].default
     p = new_pipeline(pipeline_options(beam_args))
@@ -267,7 +268,7 @@ def written_rows(documents, kind: str):
         first, end = rows[row_id]
         ids = array(typecode)
         ids.frombytes(memoryview(buffer)[first:end] if kind == "ids" else bytes(end - first))
-        yield TokenRow(row_id, ids, len(doc.data))
+        yield TokenRow(row_id, ids, len(doc.data), doc.file, doc.piece, doc.record)
 
 
 def io_limit_run(kind: str, work: str, tok: bpe.Tokenizer, job: dict, corpus: str, workers: int, run: int) -> float:

@@ -140,7 +140,7 @@ class _EncodeBatchFn(beam.DoFn):
             tokens += len(ids)
             input_bytes += len(data)
             row_id = doc.doc_id if doc.doc_id is not None else f"{doc.file}:{doc.record}"
-            yield TokenRow(row_id, ids, len(data))
+            yield TokenRow(row_id, ids, len(data), doc.file, doc.piece, doc.record)
         counters = self._counters
         counters.documents.inc(len(documents))
         counters.tokens.inc(tokens)

@@ -11,27 +11,21 @@ reader can tell which tokenizer a shard needs without any side file,
 A row is a ``TokenRow`` (id, tokens, input bytes): what ``EncodeDocuments``
 gives and ``WriteTokenShards`` takes.
 
-Writing goes through Beam's Parquet sink: every bundle writes a temporary file
-that is renamed into place only when the job commits, so retried bundles never
-leave duplicate rows.
+``transforms.write_shards`` writes them, in input order and the same on every run.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from array import array
-from typing import Iterable, NamedTuple, Sequence
+from typing import NamedTuple, Sequence
 
 import apache_beam as beam
 import pyarrow as pa
-from apache_beam.io.filesystems import FileSystems
 
-from transforms import metrics
 from transforms.coders import SizedPickleCoder
-from transforms.parquet import WriteParquetTables
 
 __all__ = [
-    "TokenRow", "TokenRowCoder", "WriteTokenShards", "SHARD_PREFIX", "SHARD_TEMPLATE", "SHARD_SUFFIX", "SHARD_GLOB",
+    "TokenRow", "TokenRowCoder", "SHARD_PREFIX", "SHARD_TEMPLATE", "SHARD_SUFFIX", "SHARD_GLOB",
     "SHA256_KEY", "VOCAB_SIZE_KEY", "EOS_KEY", "BOS_KEY", "INPUT_BYTES_KEY", "ROW_GROUP_TOKENS", "token_type",
     "token_typecode", "shard_schema", "shard_schema_problem", "shard_tokenizer_sha256", "shard_eos_id",
     "shard_bos_id", "rows_to_table",
@@ -76,11 +70,18 @@ class TokenRow(NamedTuple):
       tokens: the token IDs (BOS and EOS included when added), an ``array`` of
         the shard column's width (``token_typecode``).
       input_bytes: the size of the input document in bytes.
+      file: the input file it was read from ("" when unknown).
+      piece: the first record of the read piece it was read in
+        (``transforms.read.planning``): rows of one piece stay together, in order.
+      record: its record number in the file.
     """
 
     id: str
     tokens: Sequence[int]
     input_bytes: int = 0
+    file: str = ""
+    piece: int = 0
+    record: int = 0
 
 
 class TokenRowCoder(SizedPickleCoder):
@@ -156,9 +157,9 @@ def rows_to_table(rows: Sequence[TokenRow], schema: pa.Schema) -> pa.Table:
     typecode = "H" if value_type == pa.uint16() else "I"  # token_typecode of the column
     offsets = array("i", [0])
     input_bytes = 0
-    for _, tokens, size in rows:
-        input_bytes += size
-        offsets.append(offsets[-1] + len(tokens))
+    for row in rows:
+        input_bytes += row[2]
+        offsets.append(offsets[-1] + len(row[1]))
     if len(rows) == 1 and _is_array(rows[0][1], typecode):
         values = rows[0][1]
     else:
@@ -189,77 +190,10 @@ def _is_array(tokens, typecode: str) -> bool:
 def _flat(rows: Sequence[TokenRow], typecode: str) -> array:
     """The rows' tokens end to end: in ``typecode`` when every row's are, else in
     ``array("I")`` (4 bytes on every platform Arrow runs on), for Arrow to narrow."""
-    if not all(_is_array(tokens, typecode) for _, tokens, _ in rows):
+    if not all(_is_array(row[1], typecode) for row in rows):
         typecode = "I"
     values = array(typecode)
-    for _, tokens, _ in rows:
+    for row in rows:
+        tokens = row[1]
         values += tokens if _is_array(tokens, typecode) else array(typecode, tokens)
     return values
-
-
-class _ToTableFn(beam.DoFn):
-    def __init__(self, schema: pa.Schema):
-        self._schema = schema
-        self._counters = metrics.Counters("shards", "rows", "tokens")
-
-    def process(self, rows: list[TokenRow]) -> Iterable[pa.Table]:
-        if not rows:  # BatchElements emits an empty batch before a row bigger than a row group
-            return
-        table = rows_to_table(rows, self._schema)
-        self._counters.rows.inc(table.num_rows)
-        self._counters.tokens.inc(sum(len(row[1]) for row in rows))
-        yield table
-
-
-@dataclasses.dataclass
-class WriteTokenShards(beam.PTransform):
-    """Writes TokenRows (id, tokens, input_bytes) as zstd Parquet token shards
-    under output_dir; each shard's footer holds the input bytes of its rows
-    (``INPUT_BYTES_KEY``).
-
-    Counters (``transforms.metrics``, step ``shards``): ``rows``, ``tokens``.
-
-    Args:
-      output_dir: the directory (any Beam filesystem) that receives the shards.
-      tokenizer_sha256: SHA-256 of the tokenizer.json that made the tokens.
-      vocab_size: the tokenizer's vocab size; picks uint16 or uint32 tokens.
-      num_shards: how many files; 0 lets the runner decide.
-      eos_token_id: the EOS ID appended to every row, if any (recorded in the metadata).
-      bos_token_id: the BOS ID prepended to every row, if any (recorded in the metadata).
-      row_group_tokens: about how many tokens go into one row group.
-
-    Returns the PCollection of the final shard file names.
-    """
-
-    output_dir: str
-    tokenizer_sha256: str
-    vocab_size: int
-    num_shards: int = 0
-    eos_token_id: int | None = None
-    bos_token_id: int | None = None
-    row_group_tokens: int = ROW_GROUP_TOKENS
-
-    def __post_init__(self):
-        super().__init__()
-
-    def expand(self, rows):
-        schema = shard_schema(self.tokenizer_sha256, self.vocab_size, self.eos_token_id, self.bos_token_id)
-        return (
-            rows
-            | "GroupRows" >> beam.BatchElements(
-                min_batch_size=self.row_group_tokens,
-                max_batch_size=self.row_group_tokens,
-                element_size_fn=lambda row: len(row[1]) + 1,
-                record_metrics=False,
-            )
-            | "ToTable" >> beam.ParDo(_ToTableFn(schema)).with_output_types(pa.Table)
-            | "WriteParquet" >> WriteParquetTables(
-                file_path_prefix=FileSystems.join(self.output_dir, SHARD_PREFIX),
-                schema=schema,
-                codec="zstd",
-                file_name_suffix=SHARD_SUFFIX,
-                num_shards=self.num_shards,
-                shard_name_template=SHARD_TEMPLATE,
-                footer_sums=(INPUT_BYTES_KEY.decode(),),
-            )
-        )

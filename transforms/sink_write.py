@@ -31,16 +31,17 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
-__all__ = ["WriteWithSink"]
+__all__ = ["WriteWithSink", "temp_dir_beside", "make_dir"]
 
 
-def _temp_dir(sink: FileBasedSink) -> str:
-    """A new temporary directory's name beside the sink's files, as Beam names it (``beam-temp-*``)."""
-    base, last = FileSystems.split(sink.file_path_prefix.get())
+def temp_dir_beside(file_path_prefix: str) -> str:
+    """A new temporary directory's name beside files named ``file_path_prefix*``, as Beam names it
+    (``beam-temp-*``: what ``pipeline.outputs`` removes after an interrupted job)."""
+    base, last = FileSystems.split(file_path_prefix)
     return FileSystems.join(base, f"beam-temp-{last}-{uuid.uuid1().hex}")
 
 
-def _make(directory: str) -> None:
+def make_dir(directory: str) -> None:
     """Makes the directory, which another worker may have made already."""
     if not FileSystems.exists(directory):
         try:
@@ -58,7 +59,7 @@ class _WriterFn(beam.DoFn):
         self._temp_dir = temp_dir
 
     def setup(self):
-        _make(self._temp_dir)
+        make_dir(self._temp_dir)
 
 
 class _WriteBundleFn(_WriterFn):
@@ -107,7 +108,7 @@ class _WriteShardFn(_WriterFn):
 def _finish(unused_impulse, sink: FileBasedSink, temp_dir: str, min_shards: int, results):
     """Renames the committed bundles' files into place (empty ones added up to ``min_shards``)."""
     results = list(results)
-    _make(temp_dir)
+    make_dir(temp_dir)
     checked = sink.pre_finalize(temp_dir, results)
     if len(results) < min_shards and (results or not sink.skip_if_empty):
         results += [sink.open_writer(temp_dir, str(uuid.uuid4())).close() for _ in range(min_shards - len(results))]
@@ -131,7 +132,7 @@ class WriteWithSink(beam.PTransform):
         super().__init__()
 
     def expand(self, records):
-        temp_dir = _temp_dir(self.sink)
+        temp_dir = temp_dir_beside(self.sink.file_path_prefix.get())
         shards = self.sink.num_shards
         if shards:
             results = (

@@ -48,11 +48,11 @@ from transforms.read import FORMATS, ReadDocuments, match_inputs
 from transforms.shards import (
     INPUT_BYTES_KEY,
     SHARD_GLOB,
-    WriteTokenShards,
     shard_bos_id,
     shard_eos_id,
     shard_tokenizer_sha256,
 )
+from transforms.write_shards import WriteTokenShards
 
 __all__ = ["RESULTS", "STATS_FILE", "add_arguments", "build", "collect_stats", "prepare", "run", "verified_documents"]
 

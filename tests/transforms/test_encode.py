@@ -26,8 +26,9 @@ from transforms.decode import DecodeShards
 from transforms.encode import EncodeDocuments
 from transforms.read import Document
 from transforms.shards import (
-    EOS_KEY, INPUT_BYTES_KEY, SHA256_KEY, VOCAB_SIZE_KEY, TokenRow, WriteTokenShards, rows_to_table, shard_schema,
+    EOS_KEY, INPUT_BYTES_KEY, SHA256_KEY, VOCAB_SIZE_KEY, TokenRow, rows_to_table, shard_schema,
 )
+from transforms.write_shards import WriteTokenShards
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,21 @@ import os
 import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 
-from transforms.dead_letters import _LinesSink
-from transforms.sink_write import WriteWithSink, _finish, _temp_dir
+from apache_beam.coders.coders import ToBytesCoder
+from apache_beam.io.filebasedsink import FileBasedSink
+
+from transforms.sink_write import WriteWithSink, _finish, temp_dir_beside
+
+
+class _LinesSink(FileBasedSink):
+    """Files of text lines, one record (a str) per line, in UTF-8: the simplest sink."""
+
+    def __init__(self, file_path_prefix: str, file_name_suffix: str):
+        super().__init__(file_path_prefix, coder=ToBytesCoder(), file_name_suffix=file_name_suffix,
+                         mime_type="text/plain")
+
+    def write_encoded_record(self, file_handle, encoded_value: bytes) -> None:
+        file_handle.write(encoded_value + b"\n")
 
 
 def _lines(directory) -> list[str]:
@@ -50,7 +63,7 @@ def test_only_the_committed_bundles_files_are_published(tmp_path):
     """A retried bundle's first attempt leaves a temporary file no result names: it is
     removed with the temporary directory, never renamed into place."""
     sink = _LinesSink(str(tmp_path / "lines"), ".txt")
-    temp_dir = _temp_dir(sink)
+    temp_dir = temp_dir_beside(sink.file_path_prefix.get())
     os.makedirs(temp_dir)
     committed = sink.open_writer(temp_dir, "committed")
     committed.write("kept")

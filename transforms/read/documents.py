@@ -20,12 +20,16 @@ class Document(NamedTuple):
         format the line's newline is kept.
       doc_id: the id field's value as a string (see ``ReadDocuments`` for the
         conversions), or None when no id was asked for or the record has none.
+      piece: the record number the read piece it comes from starts at
+        (``transforms.read.planning``): the documents of one piece share it, so
+        later steps can keep them together in input order.
     """
 
     file: str
     record: int
     data: bytes
     doc_id: str | None = None
+    piece: int = 1
 
 
 class DocumentCoder(SizedPickleCoder):

@@ -83,10 +83,10 @@ class ReadFn(beam.DoFn):
     def _read_text(self, task: ReadTask):
         # One document per line, nothing to parse: the loop is kept to the bare
         # minimum, as it runs once per line.
-        file, record = task.file, task.first_record - 1
+        file, record, piece = task.file, task.first_record - 1, task.first_record
         try:
             for record, line in enumerate(_lines(file, task.compression, task.part), task.first_record):
-                yield Document(file, record, line, None)
+                yield Document(file, record, line, None, piece)
         except READ_ERRORS as e:
             yield _stopped(task, record, e)
 
@@ -111,7 +111,7 @@ class ReadFn(beam.DoFn):
             if isinstance(parsed, str):
                 yield dead_letter(task.file, record, parsed)
             else:
-                yield Document(task.file, record, *parsed)
+                yield Document(task.file, record, *parsed, task.first_record)
 
     def _read_parquet(self, task: ReadTask):
         row = task.first_record  # the next row to read, for the failure message
@@ -131,7 +131,7 @@ class ReadFn(beam.DoFn):
                         if text is None:
                             yield dead_letter(task.file, row + offset, f"field {self._text_field!r} is null")
                         else:
-                            yield Document(task.file, row + offset, text, doc_id)
+                            yield Document(task.file, row + offset, text, doc_id, task.first_record)
                     row += len(texts)
         except READ_ERRORS as e:
             yield dead_letter(task.file, -1, f"reading parquet stopped before row {row}: {describe(e)}")
