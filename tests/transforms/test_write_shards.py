@@ -5,7 +5,6 @@ import hashlib
 import json
 import pathlib
 
-import apache_beam as beam
 import pyarrow.parquet as pq
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
