@@ -40,7 +40,10 @@ class _ToJsonFn(beam.DoFn):
 
     def process(self, dead_letter):
         self._dead_letters.inc()
-        yield (dead_letter.file, dead_letter.record, dead_letter.reason), dead_letter_json(dead_letter)
+        # The sort key as bytes: file names may hold lone surrogates, which no str coder takes.
+        key = (dead_letter.file.encode("utf-8", "surrogatepass"), dead_letter.record,
+               dead_letter.reason.encode("utf-8", "surrogatepass"))
+        yield key, dead_letter_json(dead_letter)
 
 
 def _write_sorted(unused_impulse, prefix: str, lines: list):

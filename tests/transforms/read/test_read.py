@@ -245,6 +245,23 @@ def test_split_text_reads_exactly_like_unsplit(corpus):
     check_read([text, jsonl], expected)
 
 
+def test_documents_name_the_piece_they_were_read_in(corpus):
+    """A document's piece is the first record of the piece it was read in: one per
+    piece, each the smallest record of its documents, pieces in line order."""
+    text = corpus.write("pieces.txt", b"".join(b"line %d\n" % i for i in range(300)))
+    with test_pipeline.TestPipeline() as p:
+        documents = (p | ReadDocuments([text], split_bytes=256)).documents
+        pieces = documents | beam.Map(lambda doc: (doc.piece, doc.record)) | beam.GroupByKey()
+
+        def check(groups):
+            groups = sorted((piece, sorted(records)) for piece, records in groups)
+            assert len(groups) > 5
+            assert all(piece == records[0] for piece, records in groups)
+            assert [r for _, records in groups for r in records] == list(range(1, 301))
+
+        assert_that(pieces, check)
+
+
 def test_split_plan_counts_every_range_and_line():
     # The plan is also checked without Beam, including a newline as last byte.
     data = b"".join(b"%d\n" % i for i in range(1000))
@@ -399,7 +416,8 @@ def test_reads_from_s3(s3_bucket):
         expected += [Document("s3://corpus/in/b.jsonl", 1, b"three", None)]
         expected += [Document("s3://corpus/in/c.parquet", 1, b"five", None), Document("s3://corpus/in/c.parquet", 2, b"six", None)]
         expected += text_documents("s3://corpus/in/d.txt", io.BytesIO(big).readlines())
-        assert_that(result.documents, equal_to(expected), label="Documents")
+        unpieced = result.documents | beam.Map(lambda doc: doc._replace(piece=1))  # pieces: split_bytes
+        assert_that(unpieced, equal_to(expected), label="Documents")
         assert_that(
             result.dead_letters,
             dead_letters_like([("s3://corpus/in/b.jsonl", 2, "field 'text' is a number")]),
