@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 import apache_beam as beam
 from apache_beam.utils import shared
 
-from bpe.engines import EngineProof, ProofMismatch
+from bpe.engines import EngineProof
 from bpe.scripts import SCRIPTS
 from bpe.tokenizer import Tokenizer
 from transforms import metrics
@@ -35,7 +35,7 @@ from transforms.report.figures import Figures, measure_batch
 from transforms.report.measures import SamplePart, figures_to_json, sample_parts
 from transforms.report.sample import Segmenter, visualizer_picks, visualizer_tokens
 from transforms.report.tokens import MeasuredTokenizer
-from transforms.tokenizer_loading import load_tokenizer
+from transforms.tokenizer_loading import load_proven
 
 # The tag of the sample's parts beside the merged figures.
 PARTS = "parts"
@@ -70,14 +70,7 @@ class _Tokenizers:
     def _read(self) -> _Loaded:
         loaded = _Loaded()
         for path, preset, proof in zip(self.paths, self.presets, self.proofs):
-            tokenizer = load_tokenizer(path, preset, proof)
-            try:
-                engine = tokenizer.use_proof(proof)
-            except ProofMismatch:
-                raise RuntimeError(
-                    f"tokenizer {path} changed while the job ran: SHA-256 {tokenizer.sha256}, "
-                    f"the job started with {proof.tokenizer_sha256}"
-                ) from None
+            tokenizer, engine = load_proven(path, preset, proof)
             loaded.append(MeasuredTokenizer(tokenizer, engine))
         return loaded
 
