@@ -13,12 +13,14 @@ SHA-256 against the proof's (``transforms.tokenizer_loading.load_proven``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import apache_beam as beam
 import numpy as np
 
 from bpe.engines import EngineProof
 from transforms import metrics
+from transforms.adding import AddUp
 from transforms.tokenizer_loading import load_proven
 
 __all__ = ["CountTokenUse", "TokenUse"]
@@ -38,11 +40,16 @@ class TokenUse:
     documents: int = 0
     bytes: int = 0
 
+    @classmethod
+    def empty(cls, vocab_size: int) -> "TokenUse":
+        return cls(np.zeros(vocab_size, dtype=np.int64))
+
     @property
     def tokens(self) -> int:
         return int(self.counts.sum())
 
-    def add(self, other: "TokenUse") -> "TokenUse":
+    def merge(self, other: "TokenUse") -> "TokenUse":
+        """Adds ``other`` into this one; returns this one."""
         self.counts += other.counts
         self.documents += other.documents
         self.bytes += other.bytes
@@ -65,27 +72,6 @@ class _CountBatchFn(beam.DoFn):
         self._counters.documents.inc(len(documents))
         self._counters.tokens.inc(int(counts.sum()))
         yield TokenUse(counts, len(documents), sum(len(doc.data) for doc in documents))
-
-
-class _AddFn(beam.CombineFn):
-    def __init__(self, vocab_size: int):
-        self._vocab_size = vocab_size
-
-    def create_accumulator(self):
-        return TokenUse(np.zeros(self._vocab_size, dtype=np.int64))
-
-    def add_input(self, accumulator, use):
-        return accumulator.add(use)
-
-    def merge_accumulators(self, accumulators):
-        accumulators = iter(accumulators)
-        merged = next(accumulators)
-        for accumulator in accumulators:
-            merged.add(accumulator)
-        return merged
-
-    def extract_output(self, accumulator):
-        return accumulator
 
 
 @dataclasses.dataclass
@@ -120,5 +106,6 @@ class CountTokenUse(beam.PTransform):
                 element_size_fn=lambda doc: len(doc.data) + 1, record_metrics=False,
             )
             | "Count" >> beam.ParDo(_CountBatchFn(self.tokenizer_path, self.proof, self.preset, self.vocab_size))
-            | "Add" >> beam.CombineGlobally(_AddFn(self.vocab_size)).without_defaults()
+            | "Add" >> beam.CombineGlobally(AddUp(functools.partial(TokenUse.empty, self.vocab_size)))
+            .without_defaults()
         )

@@ -15,22 +15,13 @@ from bpe import reference
 from bpe.merge_graph import MergeGraph
 from bpe.pruning import PruneError, prune, token_count
 from tests.support import real_text
-from tests.support.toy_tokenizers import train_small, untrained_merges
+from tests.support.toy_tokenizers import train_small, untrained_merges, use_counts
 
 tokenizers = pytest.importorskip("tokenizers")
 from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers, processors, trainers  # noqa: E402
 
 TEXTS = real_text.multilingual(per_language=2)
 HELD_OUT = real_text.multilingual(per_language=2, start=2) + list(real_text.MULTILINGUAL_LINES)
-
-
-def use_counts(tok, texts) -> list[int]:
-    """How often the tokenizer produces each ID on the texts."""
-    counts = [0] * tok.vocab_size
-    for text in texts:
-        for token_id in tok.encode(text):
-            counts[token_id] += 1
-    return counts
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from pipeline import cli
 from tests.support.cli import IN_MEMORY, train
 from tests.support.corpora import Corpus
 from tests.support.real_text import MULTILINGUAL_LINES, cl100k_rank_file, stdlib_lines
-from tests.support.toy_tokenizers import train_small
+from tests.support.toy_tokenizers import train_small, use_counts
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -48,18 +48,10 @@ def pruned(setup, tmp_path_factory):
     return out
 
 
-def plain_counts(tok, lines) -> list[int]:
-    counts = [0] * tok.vocab_size
-    for line in lines:
-        for token_id in tok.encode(line):
-            counts[token_id] += 1
-    return counts
-
-
 def test_prune_writes_the_pruning_of_the_plain_counts(setup, pruned):
     base_path, lines, _ = setup
     base = bpe.Tokenizer.load(base_path)
-    counts = plain_counts(base, lines)
+    counts = use_counts(base, lines)
     expected = prune(base, counts, VOCAB)
     tok = bpe.Tokenizer.load(str(pruned))
     assert token_count(tok) == tok.vocab_size == VOCAB

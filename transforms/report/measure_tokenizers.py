@@ -22,6 +22,7 @@ them once for all its steps (``apache_beam.utils.shared``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable, Sequence
 
 import apache_beam as beam
@@ -31,6 +32,7 @@ from bpe.engines import EngineProof
 from bpe.scripts import SCRIPTS
 from bpe.tokenizer import Tokenizer
 from transforms import metrics
+from transforms.adding import AddUp
 from transforms.report.figures import Figures, measure_batch
 from transforms.report.measures import SamplePart, figures_to_json, sample_parts
 from transforms.report.sample import Segmenter, visualizer_picks, visualizer_tokens
@@ -102,29 +104,6 @@ class _MeasureBatchFn(beam.DoFn):
         self._counters.documents.inc(len(documents))
         self._counters.bytes.inc(sum(len(doc.data) for doc in documents))
         yield figures
-
-
-class _MergeFiguresFn(beam.CombineFn):
-    """Adds Figures up (every field is a sum, the sample a bounded smallest-keys set)."""
-
-    def __init__(self, vocab_sizes: Sequence[int], sample_size: int):
-        self._vocab_sizes, self._sample_size = list(vocab_sizes), sample_size
-
-    def create_accumulator(self):
-        return Figures.empty(self._vocab_sizes, self._sample_size)
-
-    def add_input(self, accumulator, figures):
-        return accumulator.merge(figures)
-
-    def merge_accumulators(self, accumulators):
-        accumulators = iter(accumulators)
-        merged = next(accumulators)
-        for accumulator in accumulators:
-            merged.merge(accumulator)
-        return merged
-
-    def extract_output(self, accumulator):
-        return accumulator
 
 
 class _SplitSampleFn(beam.DoFn):
@@ -259,7 +238,8 @@ class MeasureTokenizers(beam.PTransform):
                 element_size_fn=lambda doc: len(doc.data) + 1, record_metrics=False,
             )
             | "Measure" >> beam.ParDo(_MeasureBatchFn(tokenizers, self.source_field, self.sample_documents))
-            | "Merge" >> beam.CombineGlobally(_MergeFiguresFn(self._vocab_sizes, self.sample_documents))
+            | "Merge" >> beam.CombineGlobally(AddUp(functools.partial(Figures.empty, self._vocab_sizes,
+                                                                       self.sample_documents)))
             .without_defaults()
         )
         split = merged | "SplitSample" >> beam.ParDo(_SplitSampleFn(len(self.tokenizer_paths))).with_outputs(
