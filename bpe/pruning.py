@@ -98,10 +98,14 @@ def removal_order(graph: MergeGraph, counts: Sequence[int] | Mapping[int, int], 
     """The ``removals`` tokens to remove, in order: each time the least-used leaf (see the module).
 
     Raises:
-      PruneError: fewer tokens can be removed than asked (cannot happen while
+      PruneError: a negative count, or fewer tokens can be removed than asked (cannot happen while
         ``removals`` leaves the protected tokens: the graph has no cycles, as a
         token is longer than each of its parts).
     """
+    values = counts.values() if isinstance(counts, Mapping) else counts
+    if len(values) and min(values) < 0:
+        raise PruneError(f"a token has a negative count, {min(values)}: counts are how often each ID was produced")
+
     def count(token_id: int) -> int:
         if isinstance(counts, Mapping):
             return int(counts.get(token_id, 0))

@@ -164,6 +164,10 @@ def test_sizes_it_cannot_prune_to_are_refused(ours):
     with pytest.raises(PruneError, match="below the 258 tokens pruning keeps"):
         ours.prune([], 257)
     assert ours.prune([], 258)[0].merges == []
+    with pytest.raises(PruneError, match="negative count"):
+        ours.prune({300: -1}, 500)
+    with pytest.raises(PruneError, match="negative count"):
+        ours.prune([0] * 300 + [-2], 500)
 
 
 def test_a_rank_file_is_refused_with_the_reason():
