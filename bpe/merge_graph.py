@@ -61,24 +61,20 @@ class MergeGraph:
     def reachable(self) -> set[int]:
         """The ordinary tokens some merge path reaches from the single bytes.
 
-        A token is reached when a merge builds it from two reached tokens. (In
-        a Hugging Face file a merge may name a token that a later merge builds:
-        pair-rank semantics still apply it once both parts exist, so this
-        follows tokens as they are reached, not merges in rank order.)
+        A token is reached when a merge builds it from two reached tokens.
+        Merges are followed in rank order, pass after pass until one reaches
+        nothing new: one pass where each merge's parts come before it (ours, a
+        rank file); in a Hugging Face file a merge may name a token a later
+        merge builds, which pair-rank semantics still apply once both exist.
         """
-        used_in: dict[int, list[int]] = {}
-        for index, (left, right, _) in enumerate(self.merges):
-            used_in.setdefault(left, []).append(index)
-            if right != left:
-                used_in.setdefault(right, []).append(index)
         reached = set(self.byte_ids)
-        waiting = list(reached)
-        while waiting:
-            for index in used_in.get(waiting.pop(), ()):
-                left, right, built = self.merges[index]
-                if built not in reached and left in reached and right in reached:
+        grown = True
+        while grown:
+            before = len(reached)
+            for left, right, built in self.merges:
+                if left in reached and right in reached:
                     reached.add(built)
-                    waiting.append(built)
+            grown = len(reached) > before
         return reached
 
     def unreachable(self) -> list[int]:

@@ -47,7 +47,7 @@ from typing import Mapping, Sequence
 
 from bpe.merge_graph import MergeGraph
 
-__all__ = ["PruneError", "Pruned", "prune", "protected_count", "removal_order", "token_count"]
+__all__ = ["PruneError", "Pruned", "check_prunable", "prune", "protected_count", "removal_order", "token_count"]
 
 
 class PruneError(ValueError):
