@@ -16,7 +16,8 @@ writes:
   tokenizers and the corpus's tokens before and after, which a second pass of
   the job counts with the pruned tokenizer.
 
-The output follows the job-output contract of ``pipeline.outputs``.
+The output follows the job-output contract of ``pipeline.outputs``; a complete result is
+replaced only with ``--overwrite`` (it stays whole until the new one is complete).
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="directory for tokenizer.json, id_map.json, removed.json, stats.json and dead_letters/")
     parser.add_argument("--format", default="auto", help=f"input format: {', '.join(FORMATS)} (default auto)")
     parser.add_argument("--text-field", default="text", help="jsonl key / Parquet column of the text")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace a complete result in --output (it stays whole until the new one is complete)")
     progress.add_arguments(parser)
 
 
@@ -66,8 +69,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     args.input = [outputs.absolute(pattern) for pattern in args.input]
     args.output = outputs.absolute(args.output)
     args.tokenizer = outputs.absolute(args.tokenizer)
-    base = _check_arguments(args)
     output = outputs.StagedOutput(args.output, RESULTS, marker=STATS_FILE, command="prune")
+    base = _check_arguments(args, output)
     staging = output.staging
     output.clear_leftovers()
 
@@ -110,7 +113,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     return 0
 
 
-def _check_arguments(args: argparse.Namespace) -> Tokenizer:
+def _check_arguments(args: argparse.Namespace, output: outputs.StagedOutput) -> Tokenizer:
     """Fails before the job on any user mistake; returns the base tokenizer."""
     if args.format not in FORMATS:
         raise UserError(f"unknown --format {args.format!r} (choose from {', '.join(FORMATS)})")
@@ -124,8 +127,11 @@ def _check_arguments(args: argparse.Namespace) -> Tokenizer:
         files = match_inputs(args.input)
     except FileNotFoundError as e:
         raise UserError(str(e)) from None
-    outputs.claim(args.output, "prune", inputs=files)
+    outputs.claim(args.output, "prune", inputs=files)  # ours from here on; never the user's files
     args.files = len(files)  # for the progress
+    if output.is_complete() and not args.overwrite:
+        raise UserError(f"{args.output} already holds a pruned tokenizer of a complete run ({STATS_FILE}); "
+                        "pass --overwrite to replace it, or choose another --output")
     return base
 
 

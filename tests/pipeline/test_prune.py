@@ -138,6 +138,29 @@ def test_an_output_holding_another_result_is_refused(setup, tmp_path, capsys):
     assert "holds the output of beam-bpe train" in capsys.readouterr().err
 
 
+def test_a_complete_result_is_replaced_only_with_overwrite(setup, tmp_path, capsys):
+    base_path, _, corpus = setup
+    argv = ["--tokenizer", base_path, "--input", corpus, "--output", str(tmp_path / "o"), *IN_MEMORY]
+    assert run_prune(*argv, "--vocab-size", "800") == 0
+    capsys.readouterr()
+    assert run_prune(*argv, "--vocab-size", "700") == 2
+    assert "already holds a pruned tokenizer of a complete run" in capsys.readouterr().err
+    assert bpe.Tokenizer.load(str(tmp_path / "o")).vocab_size == 800
+    assert run_prune(*argv, "--vocab-size", "700", "--overwrite") == 0
+    assert bpe.Tokenizer.load(str(tmp_path / "o")).vocab_size == 700
+    assert len(json.loads((tmp_path / "o" / "removed.json").read_text())) == 200
+
+
+def test_a_tokenizer_that_is_not_byte_level_bpe_is_one_line(setup, tmp_path, capsys):
+    _, _, corpus = setup
+    wordpiece = tmp_path / "wordpiece.json"
+    wordpiece.write_text(json.dumps({"version": "1.0", "model": {"type": "WordPiece", "vocab": {"a": 0}}}))
+    assert run_prune("--tokenizer", str(wordpiece), "--input", corpus, "--vocab-size", "500",
+                     "--output", str(tmp_path / "o")) == 2
+    err = capsys.readouterr().err
+    assert "not a byte-level BPE tokenizer" in err and len(err.strip().splitlines()) == 1
+
+
 def test_an_empty_corpus_is_an_error_not_a_pruning_by_nothing(setup, tmp_path, capsys):
     base_path, _, _ = setup
     (tmp_path / "empty.txt").write_bytes(b"")
