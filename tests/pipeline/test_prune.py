@@ -9,6 +9,7 @@ import pytest
 import bpe
 from bpe.pruning import prune, token_count
 from pipeline import cli
+from tests.support.beam_services import portable_runner_flags  # noqa: F401  (fixture)
 from tests.support.cli import IN_MEMORY, train
 from tests.support.corpora import Corpus
 from tests.support.real_text import MULTILINGUAL_LINES, cl100k_rank_file, stdlib_lines
@@ -175,3 +176,15 @@ def test_an_unknown_flag_is_an_error(setup, tmp_path, capsys):
     assert run_prune("--tokenizer", base_path, "--input", corpus, "--vocab-size", "500",
                      "--output", str(tmp_path / "o"), "--vocab_size=3") == 2
     assert "unknown" in capsys.readouterr().err
+
+
+def test_portable_runner_prunes_byte_for_byte_as_direct_runner(setup, pruned, portable_runner_flags, tmp_path):  # noqa: F811
+    """Under PortableRunner (Beam's job service, an EXTERNAL worker pool: the path of Flink,
+    Spark and Dataflow), the same files as under DirectRunner."""
+    base_path, _, corpus = setup
+    out = tmp_path / "portable"
+    assert run_prune("--tokenizer", base_path, "--input", corpus, "--vocab-size", str(VOCAB),
+                     "--output", str(out), *portable_runner_flags) == 0
+    for name in ("tokenizer.json", "id_map.json", "removed.json"):
+        assert (out / name).read_bytes() == (pruned / name).read_bytes(), name
+    assert json.loads((out / "stats.json").read_text()) == json.loads((pruned / "stats.json").read_text())
