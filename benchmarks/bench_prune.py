@@ -23,7 +23,7 @@ import tempfile
 import time
 
 import bpe
-from benchmarks.bench_report import BEAM_BPE, cached_tokenizer, timed
+from benchmarks.bench_report import BEAM_BPE, cached_tokenizer, timed, write_shards
 from benchmarks.corpus import corpus_text
 from bpe.pruning import prune
 
@@ -40,12 +40,7 @@ def main(argv=None) -> None:
     tokenizer = cached_tokenizer(f"report-tokenizer-{args.vocab}-gpt2", docs[: max(1, len(docs) // 5)], args.vocab, "gpt2")
     work = tempfile.mkdtemp(prefix="bench-prune-")
     try:
-        os.makedirs(os.path.join(work, "corpus"))
-        for shard in range(8):
-            with open(os.path.join(work, "corpus", f"part-{shard}.jsonl"), "w", encoding="utf-8") as f:
-                for doc in docs[shard::8]:
-                    f.write(json.dumps({"text": doc}, ensure_ascii=False) + "\n")
-        inputs = os.path.join(work, "corpus", "*.jsonl")
+        inputs = write_shards(docs, work)
         runner = ["--direct_running_mode=multi_processing", f"--direct_num_workers={args.workers}"]
         encode_s, encode_cpu = timed([*BEAM_BPE, "encode", "--tokenizer", tokenizer, "--input", inputs,
                                       "--output", os.path.join(work, "shards"), *runner])

@@ -84,6 +84,11 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     removed = [_removed(base, token_id, before["counts"][token_id]) for token_id in pruned.removed]
     outputs.write_atomic(FileSystems.join(staging, REMOVED_FILE), outputs.readable_json(removed, 1) + "\n")
     after = _count(args, options, pruned_path, None, pruned.tokenizer, "after")
+    if after is None or (after["documents"], after["bytes"]) != (before["documents"], before["bytes"]):
+        read = (0, 0) if after is None else (after["documents"], after["bytes"])
+        raise UserError(f"the corpus changed while prune ran: {before['documents']:,} documents "
+                        f"({before['bytes']:,} bytes) in the first pass, {read[0]:,} ({read[1]:,} bytes) in the "
+                        "second; nothing was published")
 
     dead_letters = len(outputs.read_dead_letters(staging))
     stats = {

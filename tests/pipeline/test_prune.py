@@ -188,3 +188,22 @@ def test_portable_runner_prunes_byte_for_byte_as_direct_runner(setup, pruned, po
     for name in ("tokenizer.json", "id_map.json", "removed.json"):
         assert (out / name).read_bytes() == (pruned / name).read_bytes(), name
     assert json.loads((out / "stats.json").read_text()) == json.loads((pruned / "stats.json").read_text())
+
+
+def test_a_corpus_that_changes_between_the_passes_is_an_error(setup, tmp_path, capsys, monkeypatch):
+    from pipeline import prune as command
+
+    base_path, _, corpus = setup
+    count = command._count
+
+    def second_pass_reads_more(*args, **kwargs):
+        use = count(*args, **kwargs)
+        if kwargs.get("dead_letters") is None:  # the pass with the pruned tokenizer
+            use["bytes"] += 1
+        return use
+
+    monkeypatch.setattr(command, "_count", second_pass_reads_more)
+    assert run_prune("--tokenizer", base_path, "--input", corpus, "--vocab-size", "800",
+                     "--output", str(tmp_path / "o"), *IN_MEMORY) == 2
+    assert "the corpus changed while prune ran" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "stats.json").exists() and not (tmp_path / "o" / "tokenizer.json").exists()
