@@ -5,8 +5,8 @@ Every number the page shows is in this file. Per tokenizer, per class of
 their ratios (bytes per token, characters per token, tokens per word); the
 vocabulary's use (the rank-frequency curve, the tokens never produced, those
 produced fewer than K times, the longest tokens); its health (the tokens no
-merge path reaches, those that are not valid UTF-8 on their own); the share of byte-level
-fallback tokens per script; on the sample, BPE against greedy longest match and
+merge path reaches, those that are not valid UTF-8 on their own); the share of
+byte-level fallback tokens per script; on the sample, BPE against greedy longest match and
 the fewest-tokens segmentation. With several tokenizers, ``comparison`` gives
 each one's tokens per script against the first. The definitions are those of
 ``transforms.report.figures`` and ``transforms.report.sample``.
