@@ -61,13 +61,18 @@ def timed(command: list[str]) -> tuple[float, float]:
     return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def bench_job(docs: list[str], tokenizers: list[str], workers: int, work: str, repeat: int = 1) -> None:
+def write_shards(docs: list[str], work: str) -> str:
+    """The documents as 8 JSON Lines shards under ``work/corpus/``; returns their glob."""
     os.makedirs(os.path.join(work, "corpus"))
     for shard in range(8):
         with open(os.path.join(work, "corpus", f"part-{shard}.jsonl"), "w", encoding="utf-8") as f:
             for doc in docs[shard::8]:
                 f.write(json.dumps({"text": doc}, ensure_ascii=False) + "\n")
-    inputs = os.path.join(work, "corpus", "*.jsonl")
+    return os.path.join(work, "corpus", "*.jsonl")
+
+
+def bench_job(docs: list[str], tokenizers: list[str], workers: int, work: str, repeat: int = 1) -> None:
+    inputs = write_shards(docs, work)
     runner = ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"]
     encodes, reports = [], []
     for run in range(repeat):

@@ -32,7 +32,7 @@ import json
 from types import MappingProxyType
 from typing import Callable, Iterable, Mapping, Sequence
 
-from bpe import engines, tokenizer_file
+from bpe import engines, pruning, tokenizer_file
 from bpe.decoder import Decoder, StreamDecoder, vocabulary_bytes
 from bpe.encoder import PieceEncoder, RankEncoder
 from bpe.engines import EngineProof
@@ -496,6 +496,19 @@ class Tokenizer:
             raise TokenizerFileError(message if message.startswith(source) else f"{source}: {message}") from None
         tokenizer._sha256 = hashlib.sha256(data).hexdigest()
         return tokenizer
+
+    def prune(self, counts: Sequence[int] | Mapping[int, int], vocab_size: int) -> tuple["Tokenizer", list[int | None]]:
+        """(the tokenizer without its least-used leaf tokens, down to ``vocab_size`` tokens, the ID map):
+        ``id_map[i]`` is the new ID of old ID i, or None if removed. See ``bpe.pruning``.
+
+        ``counts``: how often each ID was produced on a corpus (indexed by ID, or ID -> count).
+
+        Raises:
+          bpe.pruning.PruneError: a rank file, or a ``vocab_size`` not below this
+            tokenizer's size or below its single bytes, special and added tokens.
+        """
+        pruned = pruning.prune(self, counts, vocab_size)
+        return pruned.tokenizer, pruned.id_map
 
     # -- peers ----------------------------------------------------------------
 

@@ -41,6 +41,7 @@ COMMANDS = {
     "decode": ("pipeline.decode", "decode token-ID shards or a stream of IDs back to text"),
     "report": ("pipeline.report", "measure how well tokenizers fit a corpus: report.json and index.html"),
     "pack": ("pipeline.pack", "pack token shards into shuffled fixed-length sequences for training"),
+    "prune": ("pipeline.prune", "remove a tokenizer's least-used tokens on a corpus: tokenizer.json and id_map.json"),
 }
 # What the Beam workers of each command's job import, for the workers started
 # before the job (pipeline.runtime.warm_workers); decode runs no Beam job.
@@ -49,6 +50,7 @@ WORKER_MODULES = {
     "train": (*_READ, "transforms.count", "pipeline.train.word_counts", "pyarrow.parquet"),
     "encode": (*_READ, "transforms.encode", "transforms.shards", "pyarrow.parquet"),
     "report": (*_READ, "transforms.report", "transforms.report.sample", "pipeline.report.page"),
+    "prune": (*_READ, "transforms.token_use", "pipeline.report.measures"),
     "pack": ("transforms.pack", "transforms.pack.spill", "transforms.pack.write_sequences", "pyarrow.parquet"),
 }
 

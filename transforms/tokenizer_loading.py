@@ -1,6 +1,7 @@
 """How a step gets its tokenizer: from the file, or from a taker the process installed.
 
     tokenizer = load_tokenizer(path, preset, proof, transport_params)   # in a DoFn's setup
+    tokenizer, engine = load_proven(path, preset, proof)                # and the engine the proof names
     install_taker(take)                                                 # once, by the process
 
 A step's ``setup`` reads its tokenizer with ``Tokenizer.load``, so local,
@@ -20,10 +21,10 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from bpe.engines import EngineProof
+from bpe.engines import Engine, EngineProof, ProofMismatch
 from bpe.tokenizer import Tokenizer
 
-__all__ = ["Taker", "install_taker", "load_tokenizer"]
+__all__ = ["Taker", "install_taker", "load_proven", "load_tokenizer"]
 
 # take(path, preset, proof): a tokenizer read ahead for (path, preset), or None.
 Taker = Callable[[str, Optional[str], Optional[EngineProof]], Optional[Tokenizer]]
@@ -49,3 +50,20 @@ def load_tokenizer(path: str, preset: str | None = None, proof: EngineProof | No
     if taken is not None:
         return taken
     return Tokenizer.load(path, transport_params, preset=preset)
+
+
+def load_proven(path: str, preset: str | None, proof: EngineProof,
+                transport_params: dict | None = None) -> tuple[Tokenizer, Engine]:
+    """``load_tokenizer`` and the engine ``proof`` names for it (``Tokenizer.use_proof``).
+
+    Raises:
+      RuntimeError: the file is not the one the proof was made for (it changed while the job ran).
+    """
+    tokenizer = load_tokenizer(path, preset, proof, transport_params)
+    try:
+        return tokenizer, tokenizer.use_proof(proof)
+    except ProofMismatch:
+        raise RuntimeError(
+            f"tokenizer {path} changed while the job ran: SHA-256 {tokenizer.sha256}, "
+            f"the job started with {proof.tokenizer_sha256}"
+        ) from None

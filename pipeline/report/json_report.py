@@ -4,8 +4,9 @@ Every number the page shows is in this file. Per tokenizer, per class of
 ``bpe.scripts.SCRIPTS`` and per source: tokens, bytes, characters, words and
 their ratios (bytes per token, characters per token, tokens per word); the
 vocabulary's use (the rank-frequency curve, the tokens never produced, those
-produced fewer than K times, the longest tokens); the share of byte-level
-fallback tokens per script; on the sample, BPE against greedy longest match and
+produced fewer than K times, the longest tokens); its health (the tokens no
+merge path reaches, those that are not valid UTF-8 on their own); the share of
+byte-level fallback tokens per script; on the sample, BPE against greedy longest match and
 the fewest-tokens segmentation. With several tokenizers, ``comparison`` gives
 each one's tokens per script against the first. The definitions are those of
 ``transforms.report.figures`` and ``transforms.report.sample``.
@@ -18,6 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
+from bpe.merge_graph import MergeGraph
 from bpe.pretokenize import PRESETS
 from bpe.tokenizer import Tokenizer
 from transforms.report import SAMPLE_BYTES, token_lengths
@@ -92,6 +94,29 @@ def vocabulary_use(tokenizer: Tokenizer, counts: np.ndarray, rare_below: int) ->
     }
 
 
+def vocabulary_health(tokenizer: Tokenizer, use: dict) -> dict:
+    """What is wrong with the ordinary tokens on their own, given ``vocabulary_use``'s result ``use``:
+    those no merge path reaches (``bpe.merge_graph``: BPE never produces them from text, e.g. a
+    rank file's token that is no two lower-ranked tokens joined), those whose bytes are not valid
+    UTF-8 on their own (byte-level fragments of characters), and how many were never produced on
+    the corpus (listed under ``vocabulary.never_produced``)."""
+    spelled = {*tokenizer.special_tokens.values(), *tokenizer.added_tokens.values()}
+    unreachable = [i for i in MergeGraph.of(tokenizer).unreachable() if i not in spelled]
+    not_utf8 = []
+    for token_id, data in sorted(tokenizer.ordinary_tokens().items()):
+        if token_id in spelled:
+            continue
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            not_utf8.append(token_id)
+    return {
+        "no_merge_path": {"count": len(unreachable), "tokens": [_token(tokenizer, i) for i in unreachable]},
+        "not_utf8": {"count": len(not_utf8), "tokens": [_token(tokenizer, i) for i in not_utf8]},
+        "never_produced": {"count": use["never_produced"]["count"], "tokens_in": "vocabulary.never_produced"},
+    }
+
+
 def segmentation(table: Sequence[Sequence[int]], classes: Sequence[str]) -> dict:
     """BPE's, greedy longest match's and the fewest token counts on the sample, per class and in total."""
     def row(pieces, bytes_, bpe, greedy, fewest) -> dict:
@@ -137,6 +162,7 @@ def build_report(
             for s in sorted(sources)
         ]
         preset = next((name for name, p in PRESETS.items() if p == tokenizer.pattern), None)
+        use = vocabulary_use(tokenizer, np.array(measures["token_counts"][t], dtype=np.int64), rare_below)
         report_tokenizers.append({
             "name": _name(path, tokenizer_paths),
             "path": path, "sha256": tokenizer.sha256, "vocab_size": tokenizer.vocab_size,
@@ -144,7 +170,7 @@ def build_report(
             "pattern": tokenizer.pattern, "pattern_preset": preset,
             "total": _row(c[0].sum(), c[1].sum(), c[2].sum(), all_words.sum(), c[3].sum()),
             "by_script": by_script, "by_source": by_source,
-            "vocabulary": vocabulary_use(tokenizer, np.array(measures["token_counts"][t], dtype=np.int64), rare_below),
+            "vocabulary": use, "health": vocabulary_health(tokenizer, use),
             "segmentation": segmentation(measures["segmentation"][t], classes),
         })
     documents = sum(v["documents"] for v in sources.values())

@@ -176,6 +176,21 @@ def _vocabulary(report: dict) -> str:
     return "".join(parts)
 
 
+def _health(report: dict) -> str:
+    parts = []
+    for t, tok in enumerate(report["tokenizers"]):
+        health = tok["health"]
+        unreachable, not_utf8 = health["no_merge_path"], health["not_utf8"]
+        parts.append(f"<h3>{escape(tok['name'])}</h3><p>{unreachable['count']:,} tokens no merge path reaches "
+                     f"(BPE never produces them from text); {not_utf8['count']:,} tokens whose bytes are not valid "
+                     f"UTF-8 on their own; {health['never_produced']['count']:,} never produced on this corpus "
+                     "(listed under Vocabulary use).</p>")
+        parts.append(_token_list(f"no_merge_path-{t}", "Tokens no merge path reaches", unreachable["tokens"], False))
+        parts.append(_token_list(f"not_utf8-{t}", "Tokens that are not valid UTF-8 on their own",
+                                 not_utf8["tokens"], False))
+    return "".join(parts)
+
+
 def _segmentation(report: dict) -> str:
     corpus = report["corpus"]
     parts = [f'<p class="note">On the sample of {corpus["sample_documents"]:,} documents (the first '
@@ -298,6 +313,7 @@ def render_page(
         ("sources", "Compression per source", _per_source(report)),
         ("compare", "Side by side", _comparison(report)),
         ("vocabulary", "Vocabulary use", _vocabulary(report)),
+        ("health", "Vocabulary health", _health(report)),
         ("segmentation", "Segmentation: BPE against the fewest tokens", _segmentation(report)),
         ("visualizer", "Token visualizer", _visualizer(report, tokenizers)),
         ("live", "Live box", _live_box(report)),

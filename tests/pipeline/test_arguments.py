@@ -235,6 +235,8 @@ def test_every_command_prints_its_summary_on_stderr_with_thousands_separators(to
                  *IN_MEMORY],
         "report": ["report", "--tokenizer", tokenizer, "--input", str(corpus), "--output", str(tmp_path / "report"),
                    *IN_MEMORY],
+        "prune": ["prune", "--no-progress", "--tokenizer", tokenizer, "--input", str(corpus), "--vocab-size", "280",
+                  "--output", str(tmp_path / "pruned"), *IN_MEMORY],
     }
     for name, argv in commands.items():
         capfd.readouterr()

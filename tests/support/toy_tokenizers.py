@@ -8,7 +8,7 @@ import collections
 import bpe
 from bpe.pretokenize import PreTokenizer
 
-__all__ = ["pieces_with_bpe_tokens", "plain_count", "train_small", "train_with_pattern", "untrained_merges"]
+__all__ = ["pieces_with_bpe_tokens", "plain_count", "train_small", "train_with_pattern", "untrained_merges", "use_counts"]
 
 
 def plain_count(documents, pattern: str = "gpt2") -> collections.Counter:
@@ -59,3 +59,12 @@ def untrained_merges(rng, alphabet: bytes, count: int) -> list[tuple[int, int]]:
         spelled.append(spelled[left] + spelled[right])
         tokens.append(len(spelled) - 1)
     return merges
+
+
+def use_counts(tok, texts) -> list[int]:
+    """How often ``tok`` produces each ID on the texts (str or bytes), one ``encode`` each."""
+    counts = [0] * tok.vocab_size
+    for text in texts:
+        for token_id in tok.encode(text):
+            counts[token_id] += 1
+    return counts

@@ -22,20 +22,22 @@ them once for all its steps (``apache_beam.utils.shared``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable, Sequence
 
 import apache_beam as beam
 from apache_beam.utils import shared
 
-from bpe.engines import EngineProof, ProofMismatch
+from bpe.engines import EngineProof
 from bpe.scripts import SCRIPTS
 from bpe.tokenizer import Tokenizer
 from transforms import metrics
+from transforms.adding import AddUp
 from transforms.report.figures import Figures, measure_batch
 from transforms.report.measures import SamplePart, figures_to_json, sample_parts
 from transforms.report.sample import Segmenter, visualizer_picks, visualizer_tokens
 from transforms.report.tokens import MeasuredTokenizer
-from transforms.tokenizer_loading import load_tokenizer
+from transforms.tokenizer_loading import load_proven
 
 # The tag of the sample's parts beside the merged figures.
 PARTS = "parts"
@@ -70,14 +72,7 @@ class _Tokenizers:
     def _read(self) -> _Loaded:
         loaded = _Loaded()
         for path, preset, proof in zip(self.paths, self.presets, self.proofs):
-            tokenizer = load_tokenizer(path, preset, proof)
-            try:
-                engine = tokenizer.use_proof(proof)
-            except ProofMismatch:
-                raise RuntimeError(
-                    f"tokenizer {path} changed while the job ran: SHA-256 {tokenizer.sha256}, "
-                    f"the job started with {proof.tokenizer_sha256}"
-                ) from None
+            tokenizer, engine = load_proven(path, preset, proof)
             loaded.append(MeasuredTokenizer(tokenizer, engine))
         return loaded
 
@@ -109,29 +104,6 @@ class _MeasureBatchFn(beam.DoFn):
         self._counters.documents.inc(len(documents))
         self._counters.bytes.inc(sum(len(doc.data) for doc in documents))
         yield figures
-
-
-class _MergeFiguresFn(beam.CombineFn):
-    """Adds Figures up (every field is a sum, the sample a bounded smallest-keys set)."""
-
-    def __init__(self, vocab_sizes: Sequence[int], sample_size: int):
-        self._vocab_sizes, self._sample_size = list(vocab_sizes), sample_size
-
-    def create_accumulator(self):
-        return Figures.empty(self._vocab_sizes, self._sample_size)
-
-    def add_input(self, accumulator, figures):
-        return accumulator.merge(figures)
-
-    def merge_accumulators(self, accumulators):
-        accumulators = iter(accumulators)
-        merged = next(accumulators)
-        for accumulator in accumulators:
-            merged.merge(accumulator)
-        return merged
-
-    def extract_output(self, accumulator):
-        return accumulator
 
 
 class _SplitSampleFn(beam.DoFn):
@@ -266,7 +238,8 @@ class MeasureTokenizers(beam.PTransform):
                 element_size_fn=lambda doc: len(doc.data) + 1, record_metrics=False,
             )
             | "Measure" >> beam.ParDo(_MeasureBatchFn(tokenizers, self.source_field, self.sample_documents))
-            | "Merge" >> beam.CombineGlobally(_MergeFiguresFn(self._vocab_sizes, self.sample_documents))
+            | "Merge" >> beam.CombineGlobally(AddUp(functools.partial(Figures.empty, self._vocab_sizes,
+                                                                       self.sample_documents)))
             .without_defaults()
         )
         split = merged | "SplitSample" >> beam.ParDo(_SplitSampleFn(len(self.tokenizer_paths))).with_outputs(

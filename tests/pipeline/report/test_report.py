@@ -422,6 +422,51 @@ def test_page_tables_show_report_json_numbers_and_embed_it(generated):
     assert f"(the first {result['corpus']['sample_bytes_per_document']:,} bytes of each)" in page
 
 
+def with_unreachable_token(path: str, folder) -> tuple[str, int]:
+    """The tokenizer at ``path`` with one more vocab token, " zq", that no merge builds: (its file, the token's ID)."""
+    from bpe.tokenizer import byte_to_char
+
+    spec = json.loads(open(os.path.join(path, "tokenizer.json"), encoding="utf-8").read())
+    vocab = spec["model"]["vocab"]
+    new_id = max([*vocab.values(), *(t["id"] for t in spec["added_tokens"])]) + 1
+    vocab["".join(byte_to_char()[b] for b in b" zq")] = new_id
+    os.makedirs(folder, exist_ok=True)
+    out = os.path.join(folder, "tokenizer.json")
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump(spec, f, ensure_ascii=False)
+    return out, new_id
+
+
+def test_vocabulary_health_lists_unreachable_and_not_utf8_tokens(tmp_path, corpus, tokenizers):
+    from bpe.tokenizer import Tokenizer
+
+    path, unreachable = with_unreachable_token(tokenizers[0], tmp_path / "tok")
+    tok = Tokenizer.load(path)
+    assert tok.kind == "huggingface" and tok.token_bytes(unreachable) == b" zq"
+    out = tmp_path / "out"
+    assert report(f"--tokenizer={path}", f"--input={corpus.write('zq.txt', b'zq zq zq and more text')}",
+                  f"--output={out}", *IN_MEMORY) == 0
+    entry, = read_report(out)["tokenizers"]
+    health = entry["health"]
+    assert [t["id"] for t in health["no_merge_path"]["tokens"]] == [unreachable] == [
+        t["id"] for t in health["no_merge_path"]["tokens"] if t["text"] == " zq"]
+    assert health["no_merge_path"]["count"] == 1
+    not_utf8 = []
+    for token_id, data in sorted(tok.ordinary_tokens().items()):
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            not_utf8.append(token_id)
+    assert [t["id"] for t in health["not_utf8"]["tokens"]] == not_utf8 and health["not_utf8"]["count"] == len(not_utf8)
+    assert set(range(0x80, 0x100)) <= set(not_utf8)  # every lone byte above ASCII
+    assert health["never_produced"]["count"] == entry["vocabulary"]["never_produced"]["count"]
+    assert unreachable in {t["id"] for t in entry["vocabulary"]["never_produced"]["tokens"]}
+    parser = _Tables()
+    parser.feed((out / "index.html").read_text(encoding="utf-8"))
+    assert [int(r[0][1]) for r in parser.tables["no_merge_path-0"] if r] == [unreachable]
+    assert [int(r[0][1]) for r in parser.tables["not_utf8-0"] if r] == not_utf8[:200]
+
+
 def test_every_preset_pattern_has_an_exact_javascript_form():
     for name, pattern in PRESETS.items():
         source = to_javascript(pattern)

@@ -149,3 +149,17 @@ def test_the_page_is_text_and_shows_control_tokens_as_before(page, browser):
     assert any(e["text"] == "\x01" for e in entries) and any(e["text"] == "\x00" for e in entries)
     shown = browser.evaluate("[...document.querySelectorAll('#never_produced-0 code.tokentext')].map(c => c.textContent)")
     assert shown == [e["text"].replace("\x00", "").replace("\r\n", "\n").replace("\r", "\n") for e in entries]
+
+
+def test_the_health_section_shows_report_json_lists_and_counts(page, browser):
+    _, result, tokenizers = page
+    for t, tok in enumerate(result["tokenizers"]):
+        health = tok["health"]
+        for name in ("no_merge_path", "not_utf8"):
+            ids = browser.evaluate(
+                f"[...document.querySelectorAll('#{name}-{t} tbody tr')].map(r => +r.cells[0].dataset.value)")
+            assert ids == [e["id"] for e in health[name]["tokens"][:200]]
+        assert health["not_utf8"]["count"] >= 128 and health["no_merge_path"]["count"] == 0  # trained: all reachable
+        shown = browser.evaluate(f"[...document.querySelectorAll('#health h3')][{t}].nextElementSibling.textContent")
+        assert shown.startswith(f"0 tokens no merge path reaches (BPE never produces them from text); "
+                                f"{health['not_utf8']['count']:,} tokens whose bytes are not valid UTF-8")
