@@ -259,8 +259,6 @@ def check_options(args: argparse.Namespace) -> None:
     else:
         _check_sequence_options(args, flag)
     if not 0 <= args.validation_fraction < 1:
-        raise UserError(f"{flag} must be at least 1, not {args.seq_len}")
-    if not 0 <= args.validation_fraction < 1:
         raise UserError(f"--validation-fraction must be in [0, 1), not {args.validation_fraction}")
     if args.validation_documents < 0:
         raise UserError(f"--validation-documents must be 0 or more, not {args.validation_documents}")

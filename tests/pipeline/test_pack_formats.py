@@ -282,3 +282,49 @@ def test_stats_agree_across_formats(runs):
     assert stats["mds"]["splits"]["train"]["files"][-1] == "train/index.json"
     assert sorted(p.name for p in (runs / "megatron").iterdir() if not p.name.startswith(".")) == [
         "stats.json", "train.bin", "train.idx", "validation.bin", "validation.idx"]
+
+
+@pytest.mark.parametrize("flags", [
+    ["--seq-len", "48"], ["--targets"], ["--drop-remainder"], ["--no-split-documents"], ["--window-tokens", "100"],
+    ["--pad-id", "0"],
+])
+def test_megatron_refuses_the_options_of_sequences_in_one_line(runs, tmp_path, capsys, flags):
+    out = tmp_path / "out"
+    assert pack("--input", str(runs / "shards"), "--output", str(out), "--format", "megatron", *flags, *IN_MEMORY) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"beam-bpe pack: error: {flags[0]}"), err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "llmc", "mds"])
+def test_the_sequence_formats_need_a_sequence_length(runs, tmp_path, capsys, fmt):
+    assert pack("--input", str(runs / "shards"), "--output", str(tmp_path / "out"), "--format", fmt, *IN_MEMORY) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"beam-bpe pack: error: --seq-len N is required with --format {fmt} (sequences of N tokens); "
+                   "only --format megatron writes whole documents"]
+
+
+def test_encode_with_pack_format_megatron_equals_encode_then_pack(tmp_path, capsys):
+    from pipeline import cli
+    from tests.support.real_text import stdlib_lines
+    from tests.support.toy_tokenizers import train_small
+
+    lines = stdlib_lines()[:300]
+    tok_path = train_small([line.decode() for line in lines], vocab_size=420).save(str(tmp_path / "tok"))
+    (tmp_path / "corpus.txt").write_bytes(b"".join(lines))
+    encode_argv = ["--tokenizer", tok_path, "--input", str(tmp_path / "corpus.txt"), "--append-eos", *IN_MEMORY]
+    options = ["--seed", "3", "--validation-documents", "20", *IN_MEMORY]
+    assert cli.main(["encode", *encode_argv, "--output", str(tmp_path / "shards")]) == 0
+    assert pack("--input", str(tmp_path / "shards"), "--format", "megatron", "--output", str(tmp_path / "two"),
+                *options) == 0
+    one = tmp_path / "one"
+    assert cli.main(["encode", *encode_argv, "--output", str(one), "--pack-format", "megatron", *options]) == 0
+    for name in ("train.bin", "train.idx", "validation.bin", "validation.idx"):
+        assert (one / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
+    _, entries, _ = read_megatron(one / "train")
+    assert len(entries) == len(lines) - 20 and all(e[-1] == entries[0][-1] for e in entries)  # each ends in EOS
+    capsys.readouterr()
+    assert cli.main(["encode", *encode_argv, "--output", str(tmp_path / "three"), "--pack-format", "megatron",
+                     "--pack", "64"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
+        "beam-bpe encode: error: --pack: megatron output is whole documents")
