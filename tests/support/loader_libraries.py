@@ -65,7 +65,8 @@ def _bare_packages(top: str, names: tuple[str, ...]) -> dict[str, types.ModuleTy
     """Package modules for ``names`` pointing at the installed directories, without running their ``__init__``."""
     spec = importlib.util.find_spec(top)
     if spec is None:
-        pytest.fail(f"{top} is not installed: pip install --no-deps megatron-core mosaicml-streaming (see .ci/run)")
+        pytest.fail(f"{top} is not installed: pip install --no-deps megatron-core==0.16.1 mosaicml-streaming==0.13.0 "
+                    "(as .ci/run does)")
     root = os.path.dirname(list(spec.submodule_search_locations)[0])
     packages = {}
     for name in names:
