@@ -70,10 +70,18 @@ class DocumentPlan:
     seed: int
     starts: dict  # unit key -> index of its first document of this split
 
-    sequences = property(lambda self: self.documents)
-    dropped_tokens = 0
+    dropped_tokens = 0  # class attributes, not fields: the same for every plan
     padding_tokens = 0
-    files = property(lambda self: int(self.documents > 0))
+
+    @property
+    def sequences(self) -> int:
+        """Entries: one per document."""
+        return self.documents
+
+    @property
+    def files(self) -> int:
+        """Datasets (a .bin/.idx pair): one, or none for a split without documents."""
+        return int(self.documents > 0)
 
     @property
     def parts(self) -> int:
