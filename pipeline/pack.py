@@ -235,7 +235,7 @@ def _check_arguments(args: argparse.Namespace, shards: list[str],
     elif args.pad_id is not None:  # no vocabulary declared: the one the tokens and the padding use
         inputs = inputs._replace(vocab_size=max(inputs.vocab_size, args.pad_id + 1))
     try:
-        check_format(args.format, inputs.vocab_size)
+        check_format(args.format, inputs.vocab_size, args.seq_len and args.seq_len + args.targets)
     except ValueError as e:
         raise UserError(str(e)) from None
     check_validation_documents(args, inputs)

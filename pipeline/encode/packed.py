@@ -104,7 +104,7 @@ def _encode_and_pack(args: argparse.Namespace, pack_args: argparse.Namespace, op
     encoded_output = outputs.StagedOutput(encoded, job.RESULTS, marker=job.STATS_FILE, command="encode")
     tokenizer, eos_id, bos_id, encode_transform = job.prepare(encode_args, options, encoded_output)
     try:
-        check_format(args.pack_format, tokenizer.vocab_size)
+        check_format(args.pack_format, tokenizer.vocab_size, args.pack and args.pack + args.targets)
     except ValueError as e:
         raise UserError(str(e)) from None
     pack.check_pad_id(pack_args, tokenizer.vocab_size)

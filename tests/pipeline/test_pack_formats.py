@@ -328,3 +328,17 @@ def test_encode_with_pack_format_megatron_equals_encode_then_pack(tmp_path, caps
                      "--pack", "64"]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
         "beam-bpe encode: error: --pack: megatron output is whole documents")
+
+
+def test_mds_refuses_a_sequence_no_shard_can_hold_before_the_job(runs, tmp_path, capsys):
+    """An MDS shard's offsets are uint32 bytes: a sequence of 2^31 - 2 uint16 tokens (6 GiB
+    with its loss mask) cannot be written; one line, before the job."""
+    from transforms.pack.sequence_formats import check_format
+
+    check_format("mds", 1000, 100_000_000)  # 300 MB: fits
+    with pytest.raises(ValueError, match="does not fit an MDS shard"):
+        check_format("mds", 100_000, 900_000_000)  # 4.5 GB with uint32 tokens
+    assert pack("--input", str(runs / "shards"), "--output", str(tmp_path / "out"), "--format", "mds",
+                "--seq-len", str(2**31 - 2), *IN_MEMORY) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "does not fit an MDS shard" in err[0], err

@@ -74,12 +74,19 @@ def llmc_header(vocab_size: int) -> tuple[int, int, type]:
     return LLMC_HEADERS["gpt-2" if vocab_size <= 1 << 16 else "llama-3"]
 
 
-def check_format(format: str, vocab_size: int) -> None:
-    """Raises ValueError when the format cannot hold this vocabulary's IDs."""
+def check_format(format: str, vocab_size: int, sequence_length: int | None = None) -> None:
+    """Raises ValueError when the format cannot hold this vocabulary's IDs, or one
+    sequence of ``sequence_length`` tokens (an MDS shard is at most 4 GiB)."""
     if format not in FORMATS:
         raise ValueError(f"unknown format {format!r} (choose from {', '.join(FORMATS)})")
     if format == "megatron" and vocab_size > MAX_ENTRY_TOKENS + 1:
         raise ValueError(f"megatron files hold int32 tokens; a vocabulary of {vocab_size} does not fit")
+    if format == "mds" and sequence_length:
+        per_token = (2 if vocab_size <= 1 << 16 else 4) + 1  # the token and its loss mask
+        most = (mds_format.MAX_SHARD_BYTES - (1 << 20)) // per_token  # room for the header and the doc ids
+        if sequence_length > most:
+            raise ValueError(f"a sequence of {sequence_length} tokens does not fit an MDS shard (at most "
+                             f"{mds_format.MAX_SHARD_BYTES} bytes: uint32 offsets); choose at most {most} tokens")
 
 
 def real_tokens(block: SequenceBlock) -> np.ndarray:
