@@ -23,9 +23,10 @@ packing stages in one job after encode's, through ``add_packing_options``,
 Crash safety (``pipeline.outputs.StagedOutput``, as in ``beam-bpe encode``):
 the job writes into ``DIR/.staging/`` (with the spilled token streams of
 packing, ``transforms.pack.spill``, in ``spill/``, about two or four bytes
-a token, removed after the job); on success train/ and validation/ (a
-split without sequences has no folder) are moved into DIR and stats.json, the
-completion marker, is written last. A directory without stats.json holds
+a token, and for megatron the parts of each split's dataset in ``parts/``,
+both removed after the job); on success train/ and validation/ (a split
+without sequences has no folder), or megatron's SPLIT.bin and SPLIT.idx, are
+moved into DIR and stats.json, the completion marker, is written last. A directory without stats.json holds
 leftovers, removed on rerun; a complete one is replaced only with --overwrite.
 """
 
