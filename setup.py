@@ -57,6 +57,14 @@ setup(
             "gigatoken==0.10.0",
             "fastokens==0.3.5",
             "splintr-rs==0.22.0",
+            # What the loaders' own readers import besides torch: megatron-core's IndexedDataset
+            # needs numpy alone; mosaicml-streaming's StreamingDataset these. The two packages
+            # themselves are installed without their dependencies (torch, CUDA: GBs), by .ci/run
+            # (tests/support/loader_libraries.py).
+            "Brotli>=1.0.9",
+            "python-snappy>=0.6.1",
+            "zstd>=1.5.2.5",
+            "catalogue>=2",
         ],
     },
     ext_modules=[MERGE_LOOP],

@@ -1,6 +1,7 @@
 """Packing throughput and memory: ``beam-bpe pack`` beside a one-core pyarrow + numpy flatten.
 
     python -m benchmarks.bench_pack [--mb 50] [--vocab 8192] [--workers 2] [--seq-len 2048] [--encode]
+    python -m benchmarks.bench_pack --formats parquet,megatron [--mb 50] [--repeat 3]
 
 1. Token shards of the benchmark corpus (``benchmarks.corpus``), made once by
    ``beam-bpe encode --append-eos`` into 8 shards and cached beside the corpus.
@@ -15,6 +16,10 @@
    start-up).
 4. With ``--encode``: ``beam-bpe encode`` and ``beam-bpe encode --pack`` on the
    corpus, one after the other, and what packing adds, in wall clock and CPU.
+5. With ``--formats A,B``: ``beam-bpe pack --format A`` beside ``--format B`` on all
+   the shards (``megatron`` without ``--seq-len``: whole documents), alternating,
+   ``--repeat`` runs of each: wall clock, CPU and the largest peak RSS of a worker,
+   the fastest run of each and the ratios.
 """
 
 from __future__ import annotations
@@ -152,8 +157,9 @@ def _flatten(paths: list[str], out: str) -> tuple[float, int]:
     return time.perf_counter() - start, len(flat)
 
 
-def run_pack(paths: list[str], out: str, args) -> tuple[float, float, dict, dict]:
-    command = [*BEAM_BPE, "pack", *sum((["--input", p] for p in paths), []), "--seq-len", str(args.seq_len),
+def run_pack(paths: list[str], out: str, args, format: str = "parquet") -> tuple[float, float, dict, dict]:
+    shape = ["--format", "megatron"] if format == "megatron" else ["--format", format, "--seq-len", str(args.seq_len)]
+    command = [*BEAM_BPE, "pack", *sum((["--input", p] for p in paths), []), *shape,
                "--output", out, "--validation-fraction", "0.01", "--overwrite",
                "--direct_running_mode=multi_processing", f"--direct_num_workers={args.workers}"]
     run = timed_run(command)
@@ -162,6 +168,29 @@ def run_pack(paths: list[str], out: str, args) -> tuple[float, float, dict, dict
     with open(os.path.join(out, "stats.json")) as f:
         stats = json.load(f)
     return run.seconds, run.cpu, stats, {pid: (cmd, peak, pid == run.pid) for pid, (cmd, peak) in run.peaks.items()}
+
+
+def compare_formats(shards: list[str], work: str, args) -> None:
+    """``pack --format A`` beside ``--format B``, alternating, ``--repeat`` runs of each."""
+    formats = args.formats.split(",")
+    runs = {fmt: [] for fmt in formats}
+    for _ in range(args.repeat):
+        for fmt in formats:
+            seconds, cpu, stats, peaks = run_pack(shards, os.path.join(work, fmt), args, fmt)
+            worker = max(peak for cmd, peak, is_driver in peaks.values() if not is_driver)
+            runs[fmt].append((seconds, cpu, worker))
+            print(f"  --format {fmt}: {seconds:.2f} s, CPU {cpu:.2f} s, largest worker peak RSS "
+                  f"{worker / 2**20:.0f} MiB; {stats['tokens']} tokens, {stats['sequences']} sequences "
+                  f"(load {os.getloadavg()[0]:.2f})")
+            shutil.rmtree(os.path.join(work, fmt))
+    best = {fmt: min(r) for fmt, r in runs.items()}
+    least = {fmt: min(c for _, c, _ in r) for fmt, r in runs.items()}
+    peak = {fmt: max(m for _, _, m in r) for fmt, r in runs.items()}
+    a, b = formats
+    print(f"{args.mb:g} MB, {len(shards)} shards, {args.workers} workers, fastest of {args.repeat}: "
+          + "; ".join(f"--format {fmt} {best[fmt][0]:.2f} s (CPU {least[fmt]:.2f} s, worker peak "
+                      f"{peak[fmt] / 2**20:.0f} MiB)" for fmt in formats)
+          + f"; {b} / {a}: {best[b][0] / best[a][0]:.2f}x the time, {least[b] / least[a]:.2f}x the CPU")
 
 
 def empty_job(workers: int) -> tuple[float, float, list[int]]:
@@ -183,7 +212,9 @@ def main(argv=None) -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seq-len", type=int, default=2048)
     parser.add_argument("--encode", action="store_true", help="only compare encode with encode --pack")
-    parser.add_argument("--repeat", type=int, default=1, help="with --encode: runs of each, the best counts")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="with --encode or --formats: runs of each, the best counts")
+    parser.add_argument("--formats", default="", help="two output formats to compare, e.g. parquet,megatron")
     args = parser.parse_args(argv)
     if args.encode:
         work = tempfile.mkdtemp(prefix="bench-pack-")
@@ -195,6 +226,10 @@ def main(argv=None) -> None:
     shards = sorted(glob.glob(os.path.join(token_shards(args.mb, args.vocab, args.workers), "part-*.parquet")))
     work = tempfile.mkdtemp(prefix="bench-pack-")
     print(f"load: {os.getloadavg()[0]:.2f} (1 min average) on {os.cpu_count()} cores")
+    if args.formats:
+        compare_formats(shards, work, args)
+        shutil.rmtree(work)
+        return
     seconds, cpu, peaks = empty_job(args.workers)
     print(f"an empty Beam job, {args.workers} workers: {seconds:.2f} s, CPU {cpu:.2f} s; peak RSS of its workers: "
           f"{', '.join(f'{p / 2**20:.0f} MiB' for p in peaks)}")

@@ -1,9 +1,12 @@
-"""``beam-bpe pack``: token shards -> shuffled fixed-length sequences, train/ and validation/.
+"""``beam-bpe pack``: token shards -> shuffled fixed-length sequences, train/ and validation/;
+or, with ``--format megatron``, shuffled whole documents, one Megatron-LM dataset per split.
 
     beam-bpe pack --input 'shards/part-*.parquet' --seq-len 2048 --output packed/ \\
         [--seed S] [--validation-fraction F | --validation-documents N] \\
-        [--format parquet|megatron|llmc] [--targets] [--drop-remainder] \\
+        [--format parquet|llmc|mds] [--targets] [--drop-remainder] \\
         [--no-split-documents] [--pad-id N] [--overwrite] [Beam pipeline options]
+    beam-bpe pack --input 'shards/part-*.parquet' --format megatron --output packed/ \\
+        [--seed S] [--validation-fraction F | --validation-documents N] [--overwrite]
 
 Everything a user can get wrong (inputs that are not token shards, shards of
 different tokenizers, options that do not fit together or do not fit the
@@ -20,9 +23,10 @@ packing stages in one job after encode's, through ``add_packing_options``,
 Crash safety (``pipeline.outputs.StagedOutput``, as in ``beam-bpe encode``):
 the job writes into ``DIR/.staging/`` (with the spilled token streams of
 packing, ``transforms.pack.spill``, in ``spill/``, about two or four bytes
-a token, removed after the job); on success train/ and validation/ (a
-split without sequences has no folder) are moved into DIR and stats.json, the
-completion marker, is written last. A directory without stats.json holds
+a token, and for megatron the parts of each split's dataset in ``parts/``,
+both removed after the job); on success train/ and validation/ (a split
+without sequences has no folder), or megatron's SPLIT.bin and SPLIT.idx, are
+moved into DIR and stats.json, the completion marker, is written last. A directory without stats.json holds
 leftovers, removed on rerun; a complete one is replaced only with --overwrite.
 """
 
@@ -43,12 +47,15 @@ from pipeline.errors import UserError
 from pipeline.runners import describe_runner, pipeline_options
 from transforms.pack import PackSequences, bad_token_shard, shard_units
 from transforms.pack import (
-    FORMATS, SPLITS, SUFFIXES, ShardsInfo, WriteFiles, WriteSequences, check_format, describe_shards, written_counts,
+    FILE_TOKEN_LIMITS, FORMATS, PARTS_DIR, SPLITS, SUFFIXES, ShardsInfo, WriteFiles, WriteMegatronDocuments,
+    WriteSequences, check_format, describe_shards, split_files, written_counts,
 )
+from transforms.pack.mds_format import INDEX_FILE
 from transforms.shards import SHARD_GLOB
 
 __all__ = [
-    "MAX_SEQUENCE_TOKENS", "PLAN_FILE", "RESULTS", "SPILL_DIR", "STATS_FILE", "UNPADDED_FORMATS", "add_arguments",
+    "DOCUMENT_FORMATS", "MAX_SEQUENCE_TOKENS", "PLAN_FILE", "RESULTS", "SEQUENCE_OPTIONS", "SPILL_DIR", "STATS_FILE",
+    "UNPADDED_FORMATS", "add_arguments",
     "add_packing_options", "check_complete", "check_options", "check_pad_id", "check_sequence_length",
     "check_validation_documents", "collect_stats", "packing_transform", "plan_json", "publish", "run", "write_packed",
 ]
@@ -56,22 +63,37 @@ __all__ = [
 STATS_FILE = "stats.json"  # written last: the completion marker
 PLAN_FILE = "plan.json"  # written by the job into the staging directory
 SPILL_DIR = "spill"  # in the staging directory: the job's spilled token streams (transforms.pack.spill)
-# What a job leaves in DIR besides stats.json, relative to DIR.
-RESULTS = (*(f"{split}/part-*" for split in SPLITS), f"{outputs.DEAD_LETTERS_DIR}/{outputs.DEAD_LETTER_GLOB}")
+# What a job leaves in DIR besides stats.json, relative to DIR: each split's sequence
+# files (and MDS index), or its Megatron dataset; the dead letters.
+RESULTS = (*(f"{split}/part-*" for split in SPLITS), *(f"{split}/{INDEX_FILE}" for split in SPLITS),
+           *(name for split in SPLITS for name in split_files(split)),
+           f"{outputs.DEAD_LETTERS_DIR}/{outputs.DEAD_LETTER_GLOB}")
 # The longest sequence: positions in a sequence are int32 in every format (Parquet's
 # doc_starts and list sizes, Megatron's entry lengths, llm.c's header).
 MAX_SEQUENCE_TOKENS = 2**31 - 1
 # Formats that are streams of real tokens: no padding, so no --pad-id.
 UNPADDED_FORMATS = ("megatron", "llmc")
+# Formats whose files record their sequences (megatron: its entries); and those whose sequences hold padding.
+COUNTED_FORMATS = ("parquet", "mds", "megatron")
+PADDED_FORMATS = ("parquet", "mds")
+# Formats of whole documents (one entry each), where the options of sequences make no sense.
+DOCUMENT_FORMATS = ("megatron",)
+# The options of sequences, with their values when not given: {dest: (flag, default)}.
+SEQUENCE_OPTIONS = {"seq_len": ("--seq-len", None), "targets": ("--targets", False),
+                    "drop_remainder": ("--drop-remainder", False), "no_split_documents": ("--no-split-documents", False),
+                    "window_tokens": ("--window-tokens", 1 << 22)}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", required=True, action="append",
                         help="token shards: a glob, a file or a directory of part-*.parquet (repeatable)")
-    parser.add_argument("--seq-len", type=int, required=True, help="tokens per sequence")
+    parser.add_argument("--seq-len", type=int, default=None,
+                        help="tokens per sequence (required, but with --format megatron: whole documents)")
     parser.add_argument("--output", required=True,
                         help="directory for train/, validation/ and stats.json (written last: the completion marker)")
-    parser.add_argument("--format", default="parquet", help=f"output format: {', '.join(FORMATS)} (default parquet)")
+    parser.add_argument("--format", default="parquet",
+                        help=f"output format: {', '.join(FORMATS)} (default parquet; megatron: whole documents, "
+                        "one .bin/.idx pair per split)")
     add_packing_options(parser)
     parser.add_argument("--overwrite", action="store_true",
                         help="replace a complete result in --output (it stays whole until the new one is complete)")
@@ -96,11 +118,12 @@ def add_packing_options(parser: argparse.ArgumentParser) -> dict[str, object]:
         parser.add_argument("--no-split-documents", action="store_true",
                             help="keep documents whole (best-fit packing, padding); longer ones are cut into pieces"),
         parser.add_argument("--pad-id", type=int, default=None,
-                            help="token ID of padding (default: the shards' EOS token, else 0); parquet only: "
-                            "megatron and llmc files hold no padding"),
+                            help="token ID of padding (default: the shards' EOS token, else 0); parquet and mds "
+                            "only: megatron and llmc files hold no padding"),
         parser.add_argument("--tokens-per-file", type=int, default=1 << 23,
-                            help="about how many tokens per output file"),
-        parser.add_argument("--window-tokens", type=int, default=1 << 22,
+                            help="about how many tokens per output file (megatron: per part a worker writes "
+                            "before the parts are joined)"),
+        parser.add_argument("--window-tokens", type=int, default=SEQUENCE_OPTIONS["window_tokens"][1],
                             help="with --no-split-documents: documents are packed within windows of this many tokens"),
     ]
     return {option.dest: option.default for option in options}
@@ -141,15 +164,21 @@ def _bad_shard_as_one_line(directory: str):
 
 def write_packed(units: beam.PCollection, transform: PackSequences, args: argparse.Namespace, staging: str,
                  tokenizer_sha256: str, vocab_size: int) -> None:
-    """The packing part of a pipeline: the sequences and the plan written into ``staging``."""
-    metadata = {b"tokenizer_sha256": tokenizer_sha256.encode(), b"vocab_size": str(vocab_size).encode(),
-                b"seq_len": str(args.seq_len).encode(), b"targets": str(int(args.targets)).encode()}
+    """The packing part of a pipeline: the sequences (or Megatron's documents) and the
+    plan written into ``staging``."""
     packed = units | "Pack" >> transform
-    _ = packed.blocks | "WriteSequences" >> WriteSequences(
-        staging, args.format, vocab_size, metadata, loss_mask=transform.layout.has_padding
-    )
+    if args.format in DOCUMENT_FORMATS:
+        _, plans = packed.documents | "WriteMegatron" >> WriteMegatronDocuments(
+            staging, transform.scratch_dir, vocab_size, args.seed, transform.tokens_per_file)
+    else:
+        metadata = {b"tokenizer_sha256": tokenizer_sha256.encode(), b"vocab_size": str(vocab_size).encode(),
+                    b"seq_len": str(args.seq_len).encode(), b"targets": str(int(args.targets)).encode()}
+        _ = packed.blocks | "WriteSequences" >> WriteSequences(
+            staging, args.format, vocab_size, metadata, loss_mask=transform.layout.has_padding
+        )
+        plans = packed.plans
     _ = (
-        packed.plans
+        plans
         | "PlanFile" >> beam.Map(lambda plans, repeated: (PLAN_FILE, plan_json(plans, repeated)),
                                  beam.pvalue.AsSingleton(packed.repeated_ids))
         | "WritePlan" >> WriteFiles(staging)
@@ -159,11 +188,16 @@ def write_packed(units: beam.PCollection, transform: PackSequences, args: argpar
 def publish(args: argparse.Namespace, output: outputs.StagedOutput, inputs: ShardsInfo, transform: PackSequences,
             options, encoded: dict | None = None) -> None:
     """After the job: stats.json from what was written, checked; the result moved into place."""
-    outputs.delete(output.staging, (SPILL_DIR,))
+    outputs.delete(output.staging, (SPILL_DIR, PARTS_DIR))
     stats = collect_stats(output.staging, args.format, inputs, _settings(args, transform))
     if encoded is not None:
         stats["encode"] = encoded
     output.publish(stats)
+    if args.format in DOCUMENT_FORMATS:
+        print(f"beam-bpe pack: {stats['documents']:,} whole documents ({stats['splits']['train']['documents']:,} "
+              f"train, {stats['splits']['validation']['documents']:,} validation), {stats['tokens']:,} tokens, "
+              f"one entry each, shuffled, in {args.output} ({describe_runner(options)})", file=sys.stderr)
+        return
     print(
         f"beam-bpe pack: {stats['sequences']:,} sequences of {stats['sequence_length']:,} tokens "
         f"({stats['splits']['train']['sequences']:,} train, {stats['splits']['validation']['sequences']:,} validation), "
@@ -202,11 +236,12 @@ def _check_arguments(args: argparse.Namespace, shards: list[str],
     elif args.pad_id is not None:  # no vocabulary declared: the one the tokens and the padding use
         inputs = inputs._replace(vocab_size=max(inputs.vocab_size, args.pad_id + 1))
     try:
-        check_format(args.format, inputs.vocab_size)
+        check_format(args.format, inputs.vocab_size, args.seq_len and args.seq_len + args.targets)
     except ValueError as e:
         raise UserError(str(e)) from None
     check_validation_documents(args, inputs)
-    check_sequence_length(args, inputs)
+    if args.format not in DOCUMENT_FORMATS:
+        check_sequence_length(args, inputs)
     _check_input_stats(shards, inputs)
     transform = packing_transform(args, output, inputs.vocab_size, inputs.eos_token_id)
     outputs.claim(args.output, "pack", inputs=shards)
@@ -217,11 +252,13 @@ def _check_arguments(args: argparse.Namespace, shards: list[str],
 def check_options(args: argparse.Namespace) -> None:
     """The checks of the packing options that need no input."""
     flag = "--pack" if getattr(args, "command", "pack") == "encode" else "--seq-len"
-    if args.seq_len < 1:
-        raise UserError(f"{flag} must be at least 1, not {args.seq_len}")
-    if args.seq_len + args.targets > MAX_SEQUENCE_TOKENS:
-        raise UserError(f"{flag} {args.seq_len} is more than the {MAX_SEQUENCE_TOKENS} tokens a sequence can hold"
-                        + (" (with --targets, one more)" if args.targets else ""))
+    if args.format in DOCUMENT_FORMATS:
+        _check_document_options(args, flag)
+    elif args.seq_len is None:
+        raise UserError(f"{flag} N is required with --format {args.format} (sequences of N tokens); only "
+                        "--format megatron writes whole documents")
+    else:
+        _check_sequence_options(args, flag)
     if not 0 <= args.validation_fraction < 1:
         raise UserError(f"--validation-fraction must be in [0, 1), not {args.validation_fraction}")
     if args.validation_documents < 0:
@@ -231,11 +268,27 @@ def check_options(args: argparse.Namespace) -> None:
     if args.pad_id is not None and args.format in UNPADDED_FORMATS:
         raise UserError(f"--pad-id: {args.format} files hold no padding (only the real tokens, sequence after "
                         "sequence); leave it out, or choose --format parquet")
-    if args.drop_remainder and args.no_split_documents:
-        raise UserError("--drop-remainder needs split documents: with --no-split-documents every sequence is padded")
     if args.tokens_per_file < 1 or args.window_tokens < 1:
         raise UserError("--tokens-per-file and --window-tokens must be positive")
     progress.check_arguments(args)
+
+
+def _check_sequence_options(args: argparse.Namespace, flag: str) -> None:
+    if args.seq_len < 1:
+        raise UserError(f"{flag} must be at least 1, not {args.seq_len}")
+    if args.seq_len + args.targets > MAX_SEQUENCE_TOKENS:
+        raise UserError(f"{flag} {args.seq_len} is more than the {MAX_SEQUENCE_TOKENS} tokens a sequence can hold"
+                        + (" (with --targets, one more)" if args.targets else ""))
+    if args.drop_remainder and args.no_split_documents:
+        raise UserError("--drop-remainder needs split documents: with --no-split-documents every sequence is padded")
+
+
+def _check_document_options(args: argparse.Namespace, flag: str) -> None:
+    """Whole documents, one entry each: an option of sequences given is refused."""
+    for dest, (name, default) in SEQUENCE_OPTIONS.items():
+        if getattr(args, dest) != default:
+            raise UserError(f"{flag if dest == 'seq_len' else name}: megatron output is whole documents, one entry "
+                            "each, and Megatron-LM packs them into sequences at training time; leave it out")
 
 
 def check_sequence_length(args: argparse.Namespace, inputs: ShardsInfo) -> None:
@@ -276,13 +329,15 @@ def packing_transform(args: argparse.Namespace, output: outputs.StagedOutput, vo
                       eos_token_id: int | None) -> PackSequences:
     """The packing transform the options describe, spilling into the staging directory."""
     pad_id = args.pad_id if args.pad_id is not None else (eos_token_id or 0)
+    sequences = args.format not in DOCUMENT_FORMATS
     try:
         return PackSequences(
-            FileSystems.join(output.staging, SPILL_DIR), args.seq_len, targets=args.targets,
+            FileSystems.join(output.staging, SPILL_DIR), args.seq_len if sequences else 1, targets=args.targets,
             split_documents=not args.no_split_documents, drop_remainder=args.drop_remainder, pad_id=pad_id,
             seed=args.seed, validation_fraction=args.validation_fraction,
             validation_documents=args.validation_documents, vocab_size=vocab_size,
-            tokens_per_file=args.tokens_per_file, window_tokens=args.window_tokens,
+            tokens_per_file=min(args.tokens_per_file, FILE_TOKEN_LIMITS.get(args.format, args.tokens_per_file)),
+            window_tokens=args.window_tokens, sequences=sequences,
         )
     except ValueError as e:
         raise UserError(str(e)) from None
@@ -307,12 +362,12 @@ def _check_input_stats(shards: list[str], inputs: ShardsInfo) -> None:
 def _settings(args: argparse.Namespace, transform: PackSequences) -> dict:
     return {
         "format": args.format,
-        "seq_len": args.seq_len,
-        "sequence_length": transform.layout.length,
+        "seq_len": args.seq_len if transform.sequences else None,
+        "sequence_length": transform.layout.length if transform.sequences else None,
         "targets": args.targets,
-        "split_documents": not args.no_split_documents,
+        "split_documents": not args.no_split_documents and transform.sequences,
         "drop_remainder": args.drop_remainder,
-        "pad_id": transform.pad_id,
+        "pad_id": transform.pad_id if transform.sequences else None,
         "seed": args.seed,
         "validation_fraction": args.validation_fraction,
         "validation_documents": args.validation_documents,
@@ -345,9 +400,9 @@ def collect_stats(directory: str, format: str, inputs: ShardsInfo, settings: dic
     for split in SPLITS:
         plan = plans[split]
         files = _split_files(directory, split, format)
-        counted = [written_counts(FileSystems.join(directory, split, name), format) for name in files]
+        counted = [written_counts(FileSystems.join(directory, *name.split("/")), format) for name in files]
         real = sum(tokens for _, tokens in counted)
-        sequences = sum(rows for rows, _ in counted) if format == "parquet" else plan["sequences"]
+        sequences = sum(rows for rows, _ in counted) if format in COUNTED_FORMATS else plan["sequences"]
         if len(files) != plan["files"] or sequences != plan["sequences"] or real != plan["tokens"] - plan["dropped_tokens"]:
             raise RuntimeError(
                 f"{split}: wrote {len(files)} files, {sequences} sequences and {real} real tokens; the plan was "
@@ -357,9 +412,9 @@ def collect_stats(directory: str, format: str, inputs: ShardsInfo, settings: dic
             "documents": plan["documents"],
             "sequences": sequences,
             "tokens": real,
-            "padding_tokens": sequences * length - real if format == "parquet" else 0,
+            "padding_tokens": sequences * length - real if format in PADDED_FORMATS else 0,
             "dropped_tokens": plan["dropped_tokens"],
-            "files": [f"{split}/{name}" for name in _split_files(directory, split, format, all_suffixes=True)],
+            "files": _split_files(directory, split, format, every_file=True),
         }
     totals = {key: sum(s[key] for s in splits.values())
               for key in ("documents", "sequences", "tokens", "padding_tokens", "dropped_tokens")}
@@ -380,8 +435,15 @@ def collect_stats(directory: str, format: str, inputs: ShardsInfo, settings: dic
     }
 
 
-def _split_files(directory: str, split: str, format: str, all_suffixes: bool = False) -> list[str]:
-    """Names of a split's written files: one per block (``.idx`` for megatron), or every file."""
-    suffixes = SUFFIXES[format] if all_suffixes else SUFFIXES[format][-1:]
+def _split_files(directory: str, split: str, format: str, every_file: bool = False) -> list[str]:
+    """Names of a split's written files, relative to ``directory``: the files its
+    counts are read from (one per block; megatron's ``.idx``), or every file."""
+    if format in DOCUMENT_FORMATS:
+        names = [name for name in split_files(split) if outputs.exists(FileSystems.join(directory, name))]
+        return names if every_file else [name for name in names if name.endswith(".idx")]
+    suffixes = SUFFIXES[format]
     names = [p.rsplit("/", 1)[-1] for p in outputs.matching(FileSystems.join(directory, split), ("part-*",))]
-    return sorted(n for n in names if n.endswith(suffixes))
+    names = [f"{split}/{name}" for name in sorted(names) if name.endswith(suffixes)]
+    if every_file and format == "mds" and names:
+        names.append(f"{split}/{INDEX_FILE}")
+    return names

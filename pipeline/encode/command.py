@@ -1,4 +1,5 @@
-"""``beam-bpe encode``'s flags, and which job runs: token shards, or packed sequences with ``--pack N``."""
+"""``beam-bpe encode``'s flags, and which job runs: token shards, or packed sequences with ``--pack N``
+(whole documents with ``--pack-format megatron``)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     packed.check_packing_flags(args)
-    if args.pack:
+    if packed.packing(args):
         return packed.run(args, beam_args)
     return job.run(args, beam_args)

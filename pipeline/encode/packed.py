@@ -1,7 +1,11 @@
 """``beam-bpe encode --pack N``: a corpus -> packed sequences, in one job.
 
     beam-bpe encode --tokenizer out/ --input 'corpus/*.jsonl.gz' --output packed/ --pack 2048 \
-        [--pack-format parquet|megatron|llmc] [the packing options of beam-bpe pack]
+        [--pack-format parquet|llmc|mds] [the packing options of beam-bpe pack]
+    beam-bpe encode --tokenizer out/ --input 'corpus/*.jsonl.gz' --output packed/ --pack-format megatron \
+        [--seed S] [--validation-fraction F | --validation-documents N]
+
+(``--pack-format megatron`` takes no N: whole documents, as ``beam-bpe pack --format megatron``.)
 
 Encode's part of the pipeline (``pipeline.encode.job.build``) writes token
 shards into ``DIR/.staging/encoded/``, and the packing stages of ``beam-bpe
@@ -24,7 +28,7 @@ from pipeline.runners import pipeline_options
 from transforms.pack import FORMATS, ShardUnits, check_format, describe_shards
 from transforms.shards import SHARD_GLOB
 
-__all__ = ["ENCODED_DIR", "add_arguments", "check_packing_flags", "run"]
+__all__ = ["ENCODED_DIR", "add_arguments", "check_packing_flags", "packing", "run"]
 
 ENCODED_DIR = "encoded"  # encode --pack: the per-document shards, in the staging directory
 
@@ -39,19 +43,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="pack the encoded documents into sequences of N tokens (as beam-bpe pack) instead of "
                         "writing per-document shards")
     defaults = {"pack_format": parser.add_argument(
-        "--pack-format", default="parquet", help=f"with --pack: output format, {', '.join(FORMATS)} (default parquet)"
+        "--pack-format", default="parquet", help=f"with --pack: output format, {', '.join(FORMATS)} (default "
+        "parquet); megatron needs no --pack N: whole documents, one .bin/.idx pair per split"
     ).default}
     defaults.update(pack.add_packing_options(parser))
     parser.set_defaults(**dict.fromkeys(defaults), packing_defaults=defaults)
 
 
+def packing(args: argparse.Namespace) -> bool:
+    """Whether encode packs: ``--pack N``, or ``--pack-format megatron`` (whole documents, no N)."""
+    return bool(args.pack) or args.pack_format in pack.DOCUMENT_FORMATS
+
+
 def check_packing_flags(args: argparse.Namespace) -> None:
-    """Without --pack, a packing flag given is refused; with it, those not given take their defaults."""
+    """Without packing, a packing flag given is refused; with it, those not given take their defaults."""
     defaults = args.packing_defaults
-    if not args.pack:
+    if not packing(args):
         for dest in defaults:
             if getattr(args, dest) is not None:
-                raise UserError(f"--{dest.replace('_', '-')} applies only with --pack N (packed sequences)")
+                raise UserError(f"--{dest.replace('_', '-')} applies only with --pack N (packed sequences) or "
+                                "--pack-format megatron (whole documents)")
     for dest, default in defaults.items():
         if getattr(args, dest) is None:
             setattr(args, dest, default)
@@ -66,7 +77,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     """
     options = pipeline_options(beam_args)
     output_dir = outputs.absolute(args.output)
-    pack_args = argparse.Namespace(**{**vars(args), "seq_len": args.pack, "output": output_dir,
+    pack_args = argparse.Namespace(**{**vars(args), "seq_len": args.pack or None, "output": output_dir,
                                       "format": args.pack_format})
     pack.check_options(pack_args)
     pack.check_complete(pack_args)
@@ -93,7 +104,7 @@ def _encode_and_pack(args: argparse.Namespace, pack_args: argparse.Namespace, op
     encoded_output = outputs.StagedOutput(encoded, job.RESULTS, marker=job.STATS_FILE, command="encode")
     tokenizer, eos_id, bos_id, encode_transform = job.prepare(encode_args, options, encoded_output)
     try:
-        check_format(args.pack_format, tokenizer.vocab_size)
+        check_format(args.pack_format, tokenizer.vocab_size, args.pack and args.pack + args.targets)
     except ValueError as e:
         raise UserError(str(e)) from None
     pack.check_pad_id(pack_args, tokenizer.vocab_size)

@@ -202,7 +202,8 @@ def test_encode_without_pack_refuses_the_packing_flags(tokenizer, shards, tmp_pa
     out = tmp_path / "out"
     argv = ["encode", "--tokenizer", tokenizer, "--input", shards[0], "--output", str(out), *flags, *IN_MEMORY]
     assert cli.main(argv) == 2
-    assert one_error(capsys) == f"beam-bpe encode: error: {flags[0]} applies only with --pack N (packed sequences)"
+    assert one_error(capsys) == (f"beam-bpe encode: error: {flags[0]} applies only with --pack N (packed sequences) "
+                                 "or --pack-format megatron (whole documents)")
     assert not out.exists()
 
 

@@ -319,15 +319,17 @@ def test_user_mistakes_are_one_line_errors(shards, tmp_path, capsys):
         (["--input", str(shards / "one"), "--pad-id", "1000"], "(vocab_size 1000)"),
         (["--input", str(shards / "one"), "--pad-id", "-2"], "--pad-id must be 0 or more"),
         (["--input", str(shards / "one"), "--format", "llmc", "--pad-id", "0"], "llmc files hold no padding"),
-        (["--input", str(shards / "one"), "--format", "megatron", "--pad-id", "0"], "megatron files hold no padding"),
+        (["--input", str(shards / "one"), "--format", "megatron", "--pad-id", "0"], "--seq-len: megatron output is "
+         "whole documents"),
     ]
     for argv, message in cases:
         assert pack(*argv, *base) == 2, argv
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("beam-bpe pack: error: ") and message in err[0], err
+    huge = write_token_shards(random_docs(10), tmp_path / "huge", vocab_size=2**32)
+    assert pack("--input", huge[0], "--format", "megatron", "--output", str(tmp_path / "out"), *IN_MEMORY) == 2
+    assert "megatron files hold int32 tokens" in capsys.readouterr().err
     big = write_token_shards(random_docs(10), tmp_path / "big", vocab_size=100_000)
-    assert pack("--input", big[0], "--format", "llmc", *base) == 2
-    assert "uint16" in capsys.readouterr().err
     not_shard = tmp_path / "plain.parquet"
     pq.write_table(pq.read_table(big[0]).drop(["tokens"]), not_shard)
     assert pack("--input", str(not_shard), *base) == 2

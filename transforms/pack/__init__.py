@@ -8,12 +8,15 @@ The Beam parts are named after the PTransforms they hold:
 
 - ``pack_sequences``: ``PackSequences`` and ``ShardUnits`` (token shards -> ``SequenceBlock``s).
 - ``write_sequences``: ``WriteSequences`` and ``WriteFiles`` (blocks -> files), ``written_counts``.
+- ``megatron_documents``: ``WriteMegatronDocuments`` (whole documents, shuffled -> one
+  Megatron-LM dataset per split).
 
 Pure, without Beam (numpy and Arrow), what those run on workers:
 
 - ``packing_algorithm``: positions, pieces, best fit and assembly of sequences.
 - ``sequence_order``: which split a document goes to, and the shuffle of sequences.
-- ``sequence_formats``: the bytes of Parquet, Megatron-LM and llm.c files.
+- ``sequence_formats``: the bytes of Parquet, llm.c and MDS files (``mds_format``), and the formats.
+- ``megatron_index``: Megatron-LM's ``.idx``, written as a stream.
 
 Plain functions that read and write files through Beam's filesystems (no PTransforms):
 
@@ -23,11 +26,13 @@ Plain functions that read and write files through Beam's filesystems (no PTransf
 
 from transforms.pack.input_shards import ShardsInfo, bad_token_shard, describe_shards
 from transforms.pack.pack_sequences import PackedSequences, PackSequences, ShardUnits, shard_units
-from transforms.pack.sequence_formats import FORMATS, SUFFIXES, check_format
+from transforms.pack.megatron_documents import PARTS_DIR, WriteMegatronDocuments, split_files
+from transforms.pack.sequence_formats import FILE_TOKEN_LIMITS, FORMATS, SEQUENCE_FORMATS, SUFFIXES, check_format
 from transforms.pack.sequence_order import SPLITS
 from transforms.pack.write_sequences import WriteFiles, WriteSequences, written_counts
 
 __all__ = [
     "PackSequences", "PackedSequences", "ShardUnits", "shard_units", "ShardsInfo", "bad_token_shard", "describe_shards",
     "SPLITS", "WriteSequences", "WriteFiles", "written_counts", "FORMATS", "SUFFIXES", "check_format",
+    "SEQUENCE_FORMATS", "FILE_TOKEN_LIMITS", "PARTS_DIR", "WriteMegatronDocuments", "split_files",
 ]

@@ -255,11 +255,16 @@ class _AssembleFn(beam.DoFn):
 class PackedSequences(NamedTuple):
     """What PackSequences gives: the blocks of sequences of every output file,
     one element, {split: SplitPlan}, describing each split, and one element,
-    the number of documents whose id is shared with an earlier document."""
+    the number of documents whose id is shared with an earlier document; and
+    what the sequences are made from: the ``UnitDocuments`` of every unit (their
+    tokens in the scratch directory) and one element, their ``Offsets``.
+    Without sequences (``PackSequences.sequences`` False) blocks and plans are None."""
 
-    blocks: beam.PCollection
-    plans: beam.PCollection
+    blocks: beam.PCollection | None
+    plans: beam.PCollection | None
     repeated_ids: beam.PCollection
+    documents: beam.PCollection
+    offsets: beam.PCollection
 
 
 @dataclasses.dataclass
@@ -290,6 +295,9 @@ class PackSequences(beam.PTransform):
       vocab_size: the tokenizer's vocabulary size (picks uint16 or uint32 tokens).
       tokens_per_file: about how many tokens go into one output file.
       window_tokens: whole-document packing works on windows of about this many tokens.
+      sequences: pack the documents into sequences; False stops once the documents
+        are read, split and set aside, for writers of whole documents
+        (``transforms.pack.megatron_documents``).
     """
 
     scratch_dir: str
@@ -304,6 +312,7 @@ class PackSequences(beam.PTransform):
     vocab_size: int = 1 << 16
     tokens_per_file: int = 1 << 23
     window_tokens: int = 1 << 22
+    sequences: bool = True
 
     def __post_init__(self):
         super().__init__()
@@ -359,6 +368,8 @@ class PackSequences(beam.PTransform):
             | "AllCounts" >> beam.combiners.ToList()
             | "Offsets" >> beam.Map(Offsets.from_counts)
         )
+        if not self.sequences:
+            return PackedSequences(None, None, repeated_ids, documents, offsets)
         if layout.split_documents:
             plans = offsets | "PlanSplits" >> beam.Map(plan_splits, layout)
             pieces = documents | "Cut" >> beam.ParDo(_CutFn(), single(offsets), single(plans)).with_output_types(
@@ -386,4 +397,4 @@ class PackSequences(beam.PTransform):
             | "Assemble" >> beam.ParDo(_AssembleFn(self.scratch_dir, self.pad_id, self.dtype), single(plans),
                                        single(offsets)).with_output_types(SequenceBlock)
         )
-        return PackedSequences(blocks, plans, repeated_ids)
+        return PackedSequences(blocks, plans, repeated_ids, documents, offsets)
