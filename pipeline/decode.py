@@ -75,6 +75,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         raise UserError(f"unrecognized arguments: {' '.join(beam_args)}")
     if args.stream and args.id is not None:
         raise UserError("--id goes with --input, not --stream")
+    if args.id is not None and not _is_unicode(args.id):
+        raise UserError(f"--id {args.id!r} is not valid Unicode, and no stored id is: ids are UTF-8 text (a record "
+                        "whose id is not valid Unicode is a dead letter)")
     if args.jsonl and args.stream:
         raise UserError("--jsonl goes with --input, not --stream")
     if args.strict and not args.stream:
@@ -92,6 +95,15 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         # The reader went away (`| head`): not an error; silence the final flush.
         os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
     return 0
+
+
+def _is_unicode(text: str) -> bool:
+    """Whether a str is valid Unicode: no lone surrogates (as undecodable command-line bytes give)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def decode_shards(tokenizer: Tokenizer, patterns: list[str], out: BinaryIO, only_id: str | None = None,
