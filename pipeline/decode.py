@@ -40,6 +40,7 @@ from pipeline import outputs, tokenizer_flags
 from pipeline.errors import UserError
 from transforms.decode import decode_tokens, document_span
 from transforms.read import match_inputs
+from transforms.read.records import is_unicode
 from transforms.shards import SHARD_GLOB, shard_bos_id, shard_eos_id, shard_schema_problem, shard_tokenizer_sha256
 
 READ_SIZE = 1 << 16
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         raise UserError(f"unrecognized arguments: {' '.join(beam_args)}")
     if args.stream and args.id is not None:
         raise UserError("--id goes with --input, not --stream")
-    if args.id is not None and not _is_unicode(args.id):
+    if args.id is not None and not is_unicode(args.id):
         raise UserError(f"--id {args.id!r} is not valid Unicode, and no stored id is: ids are UTF-8 text (a record "
                         "whose id is not valid Unicode is a dead letter)")
     if args.jsonl and args.stream:
@@ -95,15 +96,6 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         # The reader went away (`| head`): not an error; silence the final flush.
         os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
     return 0
-
-
-def _is_unicode(text: str) -> bool:
-    """Whether a str is valid Unicode: no lone surrogates (as undecodable command-line bytes give)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def decode_shards(tokenizer: Tokenizer, patterns: list[str], out: BinaryIO, only_id: str | None = None,

@@ -27,7 +27,7 @@ from transforms.read.compression import detect_compression
 
 __all__ = [
     "FORMATS", "detect_format", "strip_bom", "parse_json_line", "text_column_problem",
-    "id_column_problem", "id_problem", "text_values", "id_values",
+    "id_column_problem", "id_problem", "is_unicode", "text_values", "id_values",
 ]
 
 FORMATS = ("auto", "text", "jsonl", "parquet")
@@ -139,6 +139,16 @@ def id_problem(data: bytes, error: UnicodeDecodeError) -> str:
         what = f"bytes that are not UTF-8, {data[start:error.end].hex(' ')}"
     return (f"is not valid Unicode ({what} at byte {start}): ids are stored as UTF-8 text, and any other "
             "spelling of it could be another record's id")
+
+
+def is_unicode(text: str) -> bool:
+    """Whether a str is valid Unicode, so storable as an id: no lone surrogates (a JSON
+    escape, or bytes of a file name or a command line that are not UTF-8, give them)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _mark_low_surrogate_escapes(text: str) -> str:
