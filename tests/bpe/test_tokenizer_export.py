@@ -158,8 +158,11 @@ def test_a_rank_file_with_a_token_no_two_lower_ranks_make_saves_with_tiktokens_i
     # without "abcd", ab cd ef join no further, and "abcdef" is made only as a whole piece.
     assert json.loads(open(path, encoding="utf-8").read())["model"]["ignore_merges"] is (case == "only whole")
     hf, oracle = _hugging_face(path), _oracle(tok, dict(tok.piece_encoder.ranks))
+    transformers = pytest.importorskip("transformers")
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_file=path)
     for text in UNSPLITTABLE_TEXTS:
         assert hf.encode(text, add_special_tokens=False).ids == oracle.encode_ordinary(text) == tok.encode(text)
+        assert fast.encode(text, add_special_tokens=False) == oracle.encode_ordinary(text)
         assert bpe.Tokenizer.load(path).encode(text) == oracle.encode_ordinary(text)
 
 
