@@ -43,6 +43,37 @@ def rank_files(draw):
     return b"".join(base64.b64encode(t) + b" %d\n" % i for i, t in enumerate(order)), chars
 
 
+def _ranks(raw: bytes) -> dict[bytes, int]:
+    fields = raw.split()
+    return {base64.b64decode(token): int(rank) for token, rank in zip(fields[0::2], fields[1::2])}
+
+
+def _splits(token: bytes, ranks: dict[bytes, int]) -> list[int]:
+    """Where ``token`` splits into two tokens."""
+    return [k for k in range(1, len(token)) if token[:k] in ranks and token[k:] in ranks]
+
+
+def test_the_generated_rank_files_hold_the_hard_cases():
+    """Tokens made only as whole pieces, tokens no two lower ranks make that tiktoken still
+    makes from a higher-ranked part, and tokens with overlapping splits (ab + a, a + ba)."""
+    from hypothesis import find
+
+    def only_whole(rank_file):
+        return bool(exact_merges(_ranks(rank_file[0])).whole_only)
+
+    def made_above_itself(rank_file):
+        ranks = _ranks(rank_file[0])
+        return any(len(own_run(t, ranks, limit=r)[0]) > 2 and len(own_run(t, ranks)[0]) == 1 for t, r in ranks.items())
+
+    def overlapping(rank_file):  # x + y == y + z == T: y is a border of T, both splits are tokens
+        ranks = _ranks(rank_file[0])
+        return any(t[:m] == t[-m:] and m != len(t) - m and {m, len(t) - m} <= set(_splits(t, ranks))
+                   for t in ranks for m in range(1, len(t)))
+
+    for condition in (only_whole, made_above_itself, overlapping):
+        find(rank_files(), condition, settings=settings(max_examples=2000, database=None))
+
+
 def _texts(data, chars: str, count: int = 12) -> list[str]:
     return data.draw(st.lists(st.text(alphabet=chars, max_size=40), min_size=1, max_size=count))
 
