@@ -23,15 +23,16 @@ from __future__ import annotations
 from typing import Mapping
 
 from bpe.engines.rank_proof import rank_export_mismatch
-from bpe.tokenizer_file import render, token_bytes_of
+from bpe.tokenizer_file import TokenizerFileError, render, token_bytes_of
 from bpe.tokenizer_file.render import special_token_clash, specials_in_vocab
 from bpe.tokenizer_file.tiktoken_file import ExactMerges, exact_merges
 
 __all__ = ["ExactMerges", "NoExactFile", "rank_file_json", "rank_file_model"]
 
 
-class NoExactFile(ValueError):
-    """No tokenizer.json gives the rank file's IDs; the message is one line saying why."""
+class NoExactFile(TokenizerFileError):
+    """No tokenizer.json gives the rank file's IDs; the message is one line saying why
+    (a ``TokenizerFileError``, so a ``ValueError``)."""
 
 
 def rank_file_model(tokens: Mapping[int, bytes]) -> ExactMerges:
