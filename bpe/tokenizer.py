@@ -32,7 +32,7 @@ import json
 from types import MappingProxyType
 from typing import Callable, Iterable, Mapping, Sequence
 
-from bpe import engines, pruning, tokenizer_file
+from bpe import engines, pruning, tokenizer_export, tokenizer_file
 from bpe.decoder import Decoder, StreamDecoder, vocabulary_bytes
 from bpe.encoder import PieceEncoder, RankEncoder
 from bpe.engines import EngineProof
@@ -378,24 +378,31 @@ class Tokenizer:
     def to_json(self) -> str:
         """The tokenizer in the Hugging Face ``tokenizer.json`` format.
 
-        Ours and tiktoken's are rendered (a rank file's merges are derived so that
-        HF's merge semantics give tiktoken's IDs); a foreign tokenizer.json is its
-        own text.
+        Ours is rendered; a rank file's merges are derived and proven so that HF's
+        merge semantics give tiktoken's IDs (``bpe.tokenizer_export``); a foreign
+        tokenizer.json is its own text.
+
+        Raises:
+          bpe.tokenizer_export.NoExactFile: a rank file no tokenizer.json reproduces
+            exactly, with the reason; ValueError: two tokens with the same bytes.
         """
         if self._file_text is not None:
             return self._file_text.decode("utf-8")
         if self.kind == "tiktoken":
-            merges = tiktoken_file.derive_merges(self._encoder.ranks)
-        else:
-            merges = self.merges
-        return tokenizer_file.render(self._token_bytes, merges, self.pattern, self.special_tokens)
+            return tokenizer_export.rank_file_json(self._token_bytes, self.pattern, self.special_tokens)
+        return tokenizer_file.render(self._token_bytes, self.merges, self.pattern, self.special_tokens)
 
     def save(self, path: str, transport_params: dict | None = None) -> str:
         """Writes ``tokenizer.json`` into a directory (or to a path ending in .json); returns the file's path.
 
         ``path``: local, ``file://``, or a URL smart_open opens (``s3://``,
         ``gs://``); ``transport_params`` go to smart_open (see ``bpe.tokenizer_file.storage``).
-        A reader never sees half a file.
+        A reader never sees half a file. Hugging Face ``tokenizers`` reads the file with
+        this tokenizer's IDs, a rank file's included (see ``to_json``).
+
+        Raises:
+          bpe.tokenizer_export.NoExactFile: a rank file that no tokenizer.json reproduces
+            exactly, with the reason (nothing is written).
         """
         return tokenizer_file.write(path, self.to_json(), transport_params)
 

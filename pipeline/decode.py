@@ -40,6 +40,7 @@ from pipeline import outputs, tokenizer_flags
 from pipeline.errors import UserError
 from transforms.decode import decode_tokens, document_span
 from transforms.read import match_inputs
+from transforms.read.records import is_unicode
 from transforms.shards import SHARD_GLOB, shard_bos_id, shard_eos_id, shard_schema_problem, shard_tokenizer_sha256
 
 READ_SIZE = 1 << 16
@@ -75,6 +76,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         raise UserError(f"unrecognized arguments: {' '.join(beam_args)}")
     if args.stream and args.id is not None:
         raise UserError("--id goes with --input, not --stream")
+    if args.id is not None and not is_unicode(args.id):
+        raise UserError(f"--id {args.id!r} is not valid Unicode, and no stored id is: ids are UTF-8 text (a record "
+                        "whose id is not valid Unicode is a dead letter)")
     if args.jsonl and args.stream:
         raise UserError("--jsonl goes with --input, not --stream")
     if args.strict and not args.stream:

@@ -11,17 +11,22 @@ and the accelerators run before they use such an engine.
 rank file: whether merging the pairs each token is built from (a merge list
 derived from the file) gives tiktoken's IDs, which an accelerator that loads a
 rank file as such a list must before it is used (``bpe.accelerators.gigatoken``).
+
+``rank_export_mismatch`` proves the export of a rank file: that Hugging Face's
+pair-rank BPE, with a given merge list and ``ignore_merges``, gives tiktoken's
+IDs on every text (``bpe.tokenizer_export`` writes a tokenizer.json only where
+it does).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from bpe.decoder import vocabulary_bytes
-from bpe.tokenizer_file.tiktoken_file import derive_merges
+from bpe.tokenizer_file.tiktoken_file import derive_merges, own_run
 
-__all__ = ["rank_file_mismatch", "rank_mismatch"]
+__all__ = ["rank_export_mismatch", "rank_file_mismatch", "rank_mismatch"]
 
 
 def rank_mismatch(tokenizer) -> str | None:
@@ -106,6 +111,92 @@ def rank_file_mismatch(tokens: Mapping[int, bytes]) -> str | None:
     mismatch = rank_mismatch(_Merges([(ours[left], ours[right]) for left, right in merges]))
     if mismatch:
         return f"merging the pairs the tokens are built from is not tiktoken's rule here: {mismatch}"
+    return None
+
+
+def rank_export_mismatch(tokens: Mapping[int, bytes], merges: Sequence[tuple[int, int]],
+                         ignore_merges: bool) -> str | None:
+    """Why Hugging Face's BPE with ``merges`` (pair-rank semantics) could encode some piece
+    of text differently from tiktoken with the rank file ``tokens``, or None.
+
+    ``tokens``: the file's rank (ID) -> token bytes; ``merges``: (left ID, right ID),
+    each making the token of their joined bytes; ``ignore_merges``: a piece that is
+    a whole token is that token (HF's flag). The two rules:
+
+    - tiktoken: a piece that is a token is that token; else, from the single bytes,
+      repeatedly join the adjacent pair whose joined bytes have the lowest rank,
+      the leftmost of equal ones (pairs that spell the same token tie).
+    - Hugging Face: (with ``ignore_merges``) a piece that is a token is that token;
+      else repeatedly join the adjacent pair listed first in ``merges``, the
+      leftmost occurrence of that pair (its heap orders by (list position, place);
+      a pair's entry is taken only while the pair still makes the same token, and
+      a place's pair spells that token once at most, as parts only grow).
+
+    A token's own run is tiktoken's rule on its bytes without the whole-piece rule
+    (``own_run``). The checks, O(total token bytes x token length):
+
+    (a) every merge joins two tokens into a token, and the tokens the merges make
+        rise strictly in rank: one merge per token, listed in rank order;
+    (b) a token of two or more bytes whose own run ends as the token has exactly
+        its run's last step as its merge; any other has no merge, and then
+        ``ignore_merges`` is on.
+
+    Where they hold, the two rules give the same IDs on every piece:
+
+    1. Inside a run. In tiktoken's run on any piece, a part that spans a token T's
+       bytes is made by T's own run's last step. Until T's part exists, every part
+       inside its span was made inside it (parts only grow), and the joins inside
+       the span are exactly T's own run, in order: a join inside is the lowest rank
+       of the whole piece, so the lowest inside and the leftmost inside of its
+       rank, which is the own run's next step; joins outside change no pair inside.
+       The join that makes T's part is then the last step of T's own run.
+    2. A whole piece that is a token: tiktoken gives that token; HF, with
+       ``ignore_merges``, too; without it (no token lacks a merge, by (b)) HF's run
+       is tiktoken's run without the whole-piece rule (3), that is the token's own
+       run, which by (b) ends as the token.
+    3. Any other piece: the two runs take the same step from the same parts, by
+       induction. tiktoken joins the leftmost pair (x, y) of lowest rank, making
+       T; by 1, (x, y) is T's merge, so HF has it. HF's first listed pair present
+       is one of the lowest rank (by (a), list order is rank order, and every
+       listed pair present spells a token, of rank >= T's); the only listed pair
+       spelling T is (x, y), and its leftmost place is tiktoken's. Both stop
+       together: a pair HF lists is one tiktoken can join, and a pair tiktoken
+       would join is, by 1, listed.
+
+    Several merges for one token are never needed: tiktoken makes a token from
+    one pair only (1). A list that holds another pair spelling T (a foreign pair)
+    could only add joins tiktoken never makes, where both splits of T meet, e.g.
+    the overlapping splits (ab, a) and (a, ba) of "aba" in the parts ab, a, ba.
+    """
+    by_bytes = {data: rank for rank, data in tokens.items()}
+    if len(by_bytes) != len(tokens):
+        return "two tokens have the same bytes"
+    made: dict[int, tuple[int, int]] = {}
+    previous = -1
+    for i, (left, right) in enumerate(merges):
+        if left not in tokens or right not in tokens:
+            return f"merge {i} ({left}, {right}) names an ID that is not a token"
+        made_id = by_bytes.get(tokens[left] + tokens[right])
+        if made_id is None:
+            return f"merge {i} ({left}, {right}) makes {tokens[left] + tokens[right]!r}, which is not a token"
+        if made_id <= previous:
+            return f"merge {i} makes token {made_id}, not after the token {previous} the merge before it makes"
+        made[made_id], previous = (left, right), made_id
+    for rank in sorted(tokens):
+        data = tokens[rank]
+        if len(data) < 2:
+            continue
+        parts, last = own_run(data, by_bytes)
+        if len(parts) == 1:
+            expected = (by_bytes[last[0]], by_bytes[last[1]])
+            if made.get(rank) != expected:
+                return (f"token {rank} ({data!r}) is made by tiktoken from {last[0]!r} + {last[1]!r} "
+                        f"(tokens {expected[0]}, {expected[1]}), but its merge is {made.get(rank)}")
+        elif rank in made:
+            return f"token {rank} ({data!r}) has a merge, but tiktoken never joins it inside a piece"
+        elif not ignore_merges:
+            return (f"token {rank} ({data!r}) is made by tiktoken only as a whole piece "
+                    "(its own bytes end as several parts), which needs ignore_merges")
     return None
 
 

@@ -81,8 +81,9 @@ def _hf_as_ours(tokenizer: TokenizerLike) -> tuple[_Renumbered | None, str]:
     the file's IDs as ranks is the same as ours with our IDs; else (None, why not).
 
     That holds when merges create tokens in increasing ID order (so the lowest
-    rank of tiktoken is the earliest merge), every ordinary token of two or more
-    bytes is made by a merge (tiktoken could build any other one), and no added
+    rank of tiktoken is the earliest merge), each from tokens made before it,
+    every ordinary token of two or more bytes is made by a merge (tiktoken could
+    build any other one), and no added
     token is matched in text (tiktoken's ordinary encoder matches none). Then
     ``rank_proof.rank_mismatch`` of the renumbered tokenizer decides.
     """
@@ -93,7 +94,12 @@ def _hf_as_ours(tokenizer: TokenizerLike) -> tuple[_Renumbered | None, str]:
         return None, "added tokens are matched in any text, which tiktoken's ordinary encoder does not do"
     if any(b <= a for a, b in zip(merged, merged[1:])):
         return None, "Hugging Face merge-rank semantics: merges do not create tokens in increasing ID order"
-    made = set(merged) | set(encoder.byte_ids)
+    made = set(encoder.byte_ids)
+    for (left, right), token_id in zip(encoder.merges, merged):
+        if left not in made or right not in made:
+            return None, (f"Hugging Face merge-rank semantics: a merge makes token {token_id} from a token "
+                          "a later merge makes")
+        made.add(token_id)
     unmade = [i for i in tokenizer.ordinary_ids() if i not in made and i not in tokenizer.special_tokens.values()]
     if unmade:
         return None, f"Hugging Face merge-rank semantics: token {unmade[0]} is made by no merge"

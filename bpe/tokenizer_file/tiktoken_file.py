@@ -4,6 +4,9 @@ A rank file holds only the mergeable tokens; the pattern and the special tokens
 come from the caller or from a preset (``bpe.presets``). tiktoken's semantics
 are the file's: a token's rank is its ID, and encoding merges the adjacent pair
 whose concatenated bytes have the lowest rank (``bpe.encoder.RankEncoder``).
+``exact_merges`` turns a rank file into the merge list under which Hugging
+Face's pair-rank BPE gives the same IDs (``own_run``: tiktoken's rule on one
+token's bytes).
 """
 
 from __future__ import annotations
@@ -12,7 +15,12 @@ import base64
 import binascii
 import dataclasses
 import re
+from typing import Mapping
 
+__all__ = ["ExactMerges", "RankFile", "derive_merges", "exact_merges", "looks_like_rank_file", "own_run", "parse", "render"]
+
+# Above every rank: the rank of a pair whose joined bytes are no token.
+_NO_RANK = 1 << 62
 # The first line of a rank file: base64, one space, a decimal rank.
 _FIRST_LINE = re.compile(rb"\A[A-Za-z0-9+/=]+ [0-9]+\r?\n?\Z")
 
@@ -96,37 +104,94 @@ def render(ranks: dict[bytes, int]) -> str:
 
 
 def derive_merges(ranks: dict[bytes, int]) -> list[tuple[int, int]]:
-    """Merges (left ID, right ID), in rank order of the token each makes, under which
-    pair-rank semantics (Hugging Face's) give tiktoken's IDs.
+    """Merges (left ID, right ID), one per token, in rank order of the token each makes:
+    the two parts tiktoken ends with on the token's own bytes using only lower ranks.
 
-    A token's merge is the last step tiktoken takes on the token's own bytes when
-    only lower ranks exist: the two parts it ends with.
+    This is the merge list a loader that builds every token from two lower-ranked
+    parts makes (gigatoken's); ``exact_merges`` is the one that reproduces
+    tiktoken's IDs for every rank file.
 
     Raises:
-      ValueError: a token that tiktoken never builds from two parts (its bytes
-        end as more than two lower-ranked parts), which a merge list cannot hold.
+      ValueError: a token that tiktoken never builds from two lower-ranked parts (its
+        bytes end as more than two lower-ranked parts), which such a list cannot hold.
     """
     merges = []
     for token, rank in sorted(ranks.items(), key=lambda t: t[1]):
         if len(token) == 1:
             continue
-        parts = _merge_below(token, ranks, rank)
+        parts, _ = own_run(token, ranks, limit=rank)
         if len(parts) != 2:
             raise ValueError(f"token of rank {rank} ({token!r}) is not built from two tokens of lower rank")
         merges.append((ranks[parts[0]], ranks[parts[1]]))
     return merges
 
 
-def _merge_below(data: bytes, ranks: dict[bytes, int], limit: int) -> list[bytes]:
-    """tiktoken's merging of ``data`` using only ranks below ``limit``."""
+@dataclasses.dataclass(frozen=True)
+class ExactMerges:
+    """A rank file as a Hugging Face BPE model that gives tiktoken's IDs.
+
+    Attributes:
+      merges: (left ID, right ID) in rank order of the token each makes, at most one
+        per token: the last step of tiktoken's own run on the token's bytes.
+      ignore_merges: whether the model must emit a piece that is a whole token
+        directly (HF's ``ignore_merges``): needed exactly when some token is
+        ``whole_only``.
+      whole_only: the IDs of the tokens of two or more bytes that tiktoken makes only
+        from a whole piece: their own run ends in several parts, so no merge makes them.
+    """
+
+    merges: list[tuple[int, int]]
+    ignore_merges: bool
+    whole_only: tuple[int, ...]
+
+
+def exact_merges(ranks: Mapping[bytes, int]) -> ExactMerges:
+    """The merges under which Hugging Face's pair-rank BPE gives tiktoken's IDs
+    (``bpe.engines.rank_proof.rank_export_mismatch`` gives the argument and checks it).
+
+    Each token of two or more bytes is run through tiktoken's rule on its own
+    bytes, with every rank and without the whole-piece rule (``own_run``): where
+    the run ends as the token, its last step is the token's merge; where it ends
+    in several parts, the token has none and is made only as a whole piece.
+    """
+    merges, whole_only = [], []
+    for token, rank in sorted(ranks.items(), key=lambda t: t[1]):
+        if len(token) == 1:
+            continue
+        parts, last = own_run(token, ranks)
+        if len(parts) == 1:
+            merges.append((ranks[last[0]], ranks[last[1]]))
+        else:
+            whole_only.append(rank)
+    return ExactMerges(merges, bool(whole_only), tuple(whole_only))
+
+
+def own_run(data: bytes, ranks: Mapping[bytes, int], limit: int | None = None
+            ) -> tuple[list[bytes], tuple[bytes, bytes] | None]:
+    """tiktoken's merging of ``data`` from its single bytes, without the whole-piece rule:
+    (the parts it ends with, the last pair it joined or None).
+
+    Each step joins the leftmost adjacent pair whose joined bytes have the lowest
+    rank; ``limit``: only ranks below it count (default: every rank).
+    """
+    get = ranks.get
+    top = _NO_RANK if limit is None else limit
+
+    def rank_of(joined: bytes) -> int:
+        rank = get(joined)
+        return rank if rank is not None and rank < top else _NO_RANK
+
     parts = [data[i:i + 1] for i in range(len(data))]
-    while len(parts) > 1:
-        best, at = limit, -1
-        for i in range(len(parts) - 1):
-            rank = ranks.get(parts[i] + parts[i + 1], limit)
-            if rank < best:
-                best, at = rank, i
-        if at < 0:
-            break
-        parts[at:at + 2] = [parts[at] + parts[at + 1]]
-    return parts
+    # pair[i]: the rank of parts i and i + 1 joined; only the two beside a join change.
+    pair = [rank_of(data[i:i + 2]) for i in range(len(data) - 1)]
+    last = None
+    while pair and (best := min(pair)) != _NO_RANK:
+        i = pair.index(best)
+        last = (parts[i], parts[i + 1])
+        parts[i:i + 2] = [parts[i] + parts[i + 1]]
+        del pair[i]
+        if i > 0:
+            pair[i - 1] = rank_of(parts[i - 1] + parts[i])
+        if i < len(pair):
+            pair[i] = rank_of(parts[i] + parts[i + 1])
+    return parts, last

@@ -43,7 +43,8 @@ from bpe.encoder import PieceEncoder
 from bpe.training.merge_loop import MergeLoop as PythonMergeLoop
 from bpe.pretokenize import compile_pattern
 from bpe.reference import TIE_BREAKS, check_count, hf_byte_ranks, piece_bytes
-from bpe.tokenizer import Tokenizer, byte_to_char, check_special_tokens
+from bpe.tokenizer import Tokenizer, check_special_tokens
+from bpe.tokenizer_file.render import special_token_clash
 
 if os.environ.get("BEAM_BPE_PURE_PYTHON") == "1":
     _merges = None
@@ -308,32 +309,6 @@ def vocab_size_problem(vocab_size: int, special_tokens: int) -> str | None:
     minimum = 256 + special_tokens
     if vocab_size < minimum:
         return f"is too small: it must be at least {minimum} (256 byte tokens + {special_tokens} special tokens)"
-    return None
-
-
-def special_token_clash(special_tokens: Sequence[str], token_bytes: Sequence[bytes]) -> str | None:
-    """What is wrong with a special token that an ordinary token spells, or None.
-
-    tokenizer.json keys its vocabulary by each ordinary token's byte-level name
-    (``byte_to_char``: "he" for b"he", "Ġhe" for b" he"), and Hugging Face
-    tokenizers gives an added token that the vocabulary holds the vocabulary's ID:
-    such a special token would get another ID there, and the vocabulary would be
-    one shorter. A special token whose bytes equal an ordinary token's is one.
-
-    Args:
-      special_tokens: the special tokens' texts.
-      token_bytes: the ordinary tokens' bytes, by ID.
-    """
-    to_char = byte_to_char()
-    wanted = set(special_tokens)
-    for token_id, data in enumerate(token_bytes):
-        name = "".join(to_char[b] for b in data)
-        if name in wanted:
-            return (
-                f"special token {name!r} is spelled like the ordinary token {token_id} ({data!r}) in "
-                "tokenizer.json, where Hugging Face tokenizers would give it that token's ID: choose a special "
-                "token that no ordinary token spells, such as one in <|...|>"
-            )
     return None
 
 

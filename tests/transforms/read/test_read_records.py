@@ -27,17 +27,37 @@ def test_json_ids_are_strings_integers_or_absent_and_nothing_else(corpus):
     check_read([path], documents, dead, id_field="id")
 
 
-def test_json_ids_that_are_not_utf8_keep_their_bytes_as_escapes(corpus):
-    path = corpus.write_raw("ids.jsonl", b'{"text": "x", "id": "raw \xff"}\n{"text": "y", "id": "half \\ud83d"}\n')
-    check_read([path], [Document(path, 1, b"x", "raw \\xff"), Document(path, 2, b"y", "half \\xed\\xa0\\xbd")],
-               id_field="id")
+NOT_UNICODE = ("is not valid Unicode ({}): ids are stored as UTF-8 text, "
+               "and any other spelling of it could be another record's id")
+
+
+def test_a_json_id_that_is_not_unicode_is_a_dead_letter_and_no_valid_id_changes(corpus):
+    """A lone surrogate escape or raw invalid bytes in an id have no UTF-8 spelling that is
+    not also a valid id's (``"\\xed\\xa0\\x80"`` written out, say): the record is a dead
+    letter; every valid id, backslashes, escapes and surrogate pairs included, is kept as it is."""
+    lines = [
+        b'{"text": "x", "id": "raw \xff"}\n',
+        b'{"text": "y", "id": "half \\ud83d"}\n',
+        b'{"text": "z", "id": "\\ud800"}\n',
+        b'{"text": "w", "id": "\\\\xed\\\\xa0\\\\x80"}\n',  # the characters \xed\xa0\x80: a valid id
+        b'{"text": "v", "id": "pair \\ud83d\\ude00 \\\\ud800 back\\\\slash"}\n',
+        b'{"text": "u \xfe", "id": "low \\udc80"}\n',  # raw bytes in the line, an escaped low surrogate
+    ]
+    path = corpus.write_raw("ids.jsonl", b"".join(lines))
+    documents = [Document(path, 4, b"w", "\\xed\\xa0\\x80"),
+                 Document(path, 5, b"v", "pair \U0001f600 \\ud800 back\\slash")]
+    dead = [(path, 1, "id field 'id' " + NOT_UNICODE.format("bytes that are not UTF-8, ff at byte 4")),
+            (path, 2, "id field 'id' " + NOT_UNICODE.format("a lone surrogate, ed a0 bd at byte 5")),
+            (path, 3, "id field 'id' " + NOT_UNICODE.format("a lone surrogate, ed a0 80 at byte 0")),
+            (path, 6, "id field 'id' " + NOT_UNICODE.format("a lone surrogate, ed b2 80 at byte 4"))]
+    check_read([path], documents, dead, id_field="id")
 
 
 def test_parquet_id_columns(corpus):
     integers = corpus.parquet("int.parquet", {"text": ["a", "b", "c"], "id": pa.array([1, None, -2**63], pa.int64())})
     unsigned = corpus.parquet("uint.parquet", {"text": ["a"], "id": pa.array([2**64 - 1], pa.uint64())})
     categories = corpus.parquet("dict.parquet", {"text": ["a", "b"], "id": pa.array(["x", "y"]).dictionary_encode()})
-    binary = corpus.parquet("bin.parquet", {"text": ["a"], "id": pa.array([b"k\xff"], pa.binary())})
+    binary = corpus.parquet("bin.parquet", {"text": ["a", "b", "c"], "id": pa.array([b"k\xff", b"k\\xff", b"\xed\xa0\x80"], pa.binary())})
     floats = corpus.parquet("float.parquet", {"text": ["a"], "id": [1.5]})
     booleans = corpus.parquet("bool.parquet", {"text": ["a"], "id": [True]})
     structs = corpus.parquet("struct.parquet", {"text": ["a"], "id": [{"k": 1}]})
@@ -45,8 +65,10 @@ def test_parquet_id_columns(corpus):
     documents = [Document(integers, 1, b"a", "1"), Document(integers, 2, b"b", None),
                  Document(integers, 3, b"c", str(-2**63)), Document(unsigned, 1, b"a", str(2**64 - 1)),
                  Document(categories, 1, b"a", "x"), Document(categories, 2, b"b", "y"),
-                 Document(binary, 1, b"a", "k\\xff"), Document(no_id, 1, b"a", None)]
-    dead = [(floats, -1, "id column 'id' has type double, expected string, binary or integer"),
+                 Document(binary, 2, b"b", "k\\xff"), Document(no_id, 1, b"a", None)]
+    dead = [(binary, 1, "id column 'id' " + NOT_UNICODE.format("bytes that are not UTF-8, ff at byte 1")),
+            (binary, 3, "id column 'id' " + NOT_UNICODE.format("a lone surrogate, ed a0 80 at byte 0")),
+            (floats, -1, "id column 'id' has type double, expected string, binary or integer"),
             (booleans, -1, "id column 'id' has type bool"),
             (structs, -1, "id column 'id' has type struct")]
     check_read([corpus.path("*.parquet")], documents, dead, id_field="id")
