@@ -28,7 +28,8 @@ from typing import Mapping, Sequence
 from bpe.reference import check_count, piece_bytes
 
 __all__ = [
-    "MILLI", "SourceTable", "is_by_source", "load_sources", "parse_weight", "scale_of", "weighted_table",
+    "MILLI", "SourceTable", "format_weight", "is_by_source", "load_sources", "parse_weight", "scale_of",
+    "weighted_table",
 ]
 
 MILLI = 1000  # weights are held in thousandths
@@ -145,3 +146,9 @@ def weighted_table(
     for word, count in zip(table.words, table.counts):
         totals[word] = totals.get(word, 0) + count
     return totals, table.scale
+
+
+def format_weight(milli: int) -> str:
+    """A weight in thousandths as its shortest decimal: 3000 -> "3", 1250 -> "1.25"."""
+    whole, part = divmod(milli, MILLI)
+    return str(whole) if not part else f"{whole}.{part:03d}".rstrip("0")
