@@ -196,6 +196,8 @@ class CountMarker:
 
 
 def _show(value) -> str:
+    if value is None:
+        return "none"
     return " ".join(value) if isinstance(value, list) else str(value)
 
 

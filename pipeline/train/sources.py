@@ -89,7 +89,8 @@ def _matches(pattern: str, path: str) -> bool:
 
 
 def source_rule(args: argparse.Namespace, files: list[str]) -> SourceRule | None:
-    """The run's ``SourceRule`` (None without source flags); ``files``: the matched input files.
+    """The run's ``SourceRule`` for the count job (None without source flags, or with
+    --word-counts); ``files``: the matched input files.
 
     Raises:
       UserError: see the module doc.
@@ -99,6 +100,8 @@ def source_rule(args: argparse.Namespace, files: list[str]) -> SourceRule | None
             raise UserError("--parity needs sources: --source-field NAME, or --source-weight PATTERN=W per source")
         return None
     weights = _weights(args)
+    if args.word_counts:
+        return None  # nothing to count: the table's sources are checked by check_table
     if args.source_field:
         text = [path for path in files if (args.format if args.format != "auto" else detect_format(path)) == "text"]
         if text:
@@ -132,7 +135,7 @@ def check_table(args: argparse.Namespace, table: dict, path: str, recorded: dict
     if recorded is not None:
         then = {key: recorded.get(key) for key in now}
         if then != now:
-            raise UserError(f"word-count table {path} was counted with {_describe(then)}, not {_describe(now)}: "
+            raise UserError(f"word-count table {path} was counted with {_describe(then)}, not with {_describe(now)}: "
                             "pass the same --source-field/--source-weight, or count the corpus again")
     by_source = is_by_source(table)
     if by_source and now == {"source_field": None, "source_weight": None}:
