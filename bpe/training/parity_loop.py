@@ -31,7 +31,7 @@ from collections import Counter
 from functools import cmp_to_key
 from typing import Sequence
 
-from bpe.training.merge_loop import _inverted
+from bpe.training.merge_loop import LoopState
 
 Pair = tuple[int, int]
 
@@ -40,38 +40,21 @@ def _pairs(word: str) -> Counter:
     return Counter(word[j : j + 2] for j in range(len(word) - 1))
 
 
-class ParityMergeLoop:
+class ParityMergeLoop(LoopState):
     """The parity-aware merge loop's state over a table by source.
 
     Args:
-      words: one word per entry, as bytes (one token ID per byte) or str (one per character).
-      counts: one non-negative count per word.
-      token_bytes: the bytes of every token that exists, by ID.
+      words, counts, token_bytes, ranks: as ``LoopState``'s.
       min_frequency: the smallest count a pair may have in a source to be merged for it.
-      ranks: None for ties to the greatest byte pair, or one tie-break rank per token.
       sources: the source index (0..n-1) of each word.
       source_bytes: each source's bytes (``sum(count * len(piece))`` over its original pieces).
     """
 
-    def __init__(
-        self,
-        words: list,
-        counts: Sequence[int],
-        token_bytes: Sequence[bytes],
-        min_frequency: int,
-        ranks: Sequence[int] | None,
-        sources: Sequence[int],
-        source_bytes: Sequence[int],
-    ):
-        self.words = [word.decode("latin-1") if isinstance(word, bytes) else word for word in words]
-        self.counts = list(counts)
+    def __init__(self, words: list, counts: Sequence[int], token_bytes: Sequence[bytes], min_frequency: int,
+                 ranks: Sequence[int] | None, sources: Sequence[int], source_bytes: Sequence[int]):
+        super().__init__(words, counts, token_bytes, min_frequency, ranks)
         self.sources = list(sources)
         self.source_bytes = list(source_bytes)
-        self.min_frequency = min_frequency
-        self.token_bytes = list(token_bytes)
-        self.existing = set(self.token_bytes)
-        self.ranks = None if ranks is None else list(ranks)
-        self.keys = [self._key(i) for i in range(len(self.token_bytes))]
         self.source_tokens = [0] * len(self.source_bytes)
         self.totals: dict[str, int] = {}
         self.by_source: list[dict[str, int]] = [{} for _ in self.source_bytes]
@@ -88,11 +71,6 @@ class ParityMergeLoop:
             self._push(pair)
         for heap in self.heaps:
             heapq.heapify(heap)
-
-    def _key(self, token: int) -> str:
-        if self.ranks is None:
-            return _inverted(self.token_bytes[token])
-        return chr(self.ranks[token] if token < len(self.ranks) else token)
 
     def _add(self, pair: str, source: int, count: int, word: int) -> None:
         self.totals[pair] = self.totals.get(pair, 0) + count
@@ -162,10 +140,7 @@ class ParityMergeLoop:
             left, right = ord(pair[0]), ord(pair[1])
             new_id = len(self.token_bytes)
             merges.append((left, right))
-            new_bytes = self.token_bytes[left] + self.token_bytes[right]
-            self.token_bytes.append(new_bytes)
-            self.existing.add(new_bytes)
-            self.keys.append(self._key(new_id))
+            self._add_token(left, right)
             self._apply(pair, chr(new_id))
         return True
 
