@@ -15,6 +15,12 @@ piece tables (gpt2 pattern, min-frequency 2): plain training on their sum
 reports bytes per token; then the ratio between the best- and the
 worst-compressed language's bytes per token (the parity gap: 1.0 is perfect
 parity) and the overall bytes per token (all held-out bytes over all tokens).
+
+``--loop-against SO``: also times plain training on the summed table with this
+tree's compiled merge loop and with another build of it (e.g. the one before
+the parity mode: ``bpe/training/_merges*.so`` of another checkout), alternating,
+``--repeat`` rounds, in CPU seconds (the process's own, so other load on the
+machine counts less); the merges must be equal.
 """
 
 from __future__ import annotations
@@ -64,12 +70,39 @@ def bytes_per_token(tokenizer, docs: list[str]) -> tuple[int, int]:
     return size, tokens
 
 
+def time_loops(table: dict, vocab_size: int, other_build: str, repeat: int) -> dict[str, list[float]]:
+    """CPU seconds of plain training with this tree's compiled loop and with ``other_build``, alternating."""
+    import importlib.util
+
+    from bpe.training import trainer
+
+    spec = importlib.util.spec_from_file_location("bpe.training._merges", other_build)
+    other = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(other)
+    ours = trainer._merges
+    seconds: dict[str, list[float]] = {"this": [], "other": []}
+    merges = {}
+    try:
+        for _ in range(repeat):
+            for name, module in (("this", ours), ("other", other)):
+                trainer._merges = module
+                started = time.process_time()
+                merges[name] = trainer.train_merges(table, vocab_size - 256, progress=False, weights={})
+                seconds[name].append(round(time.process_time() - started, 2))
+    finally:
+        trainer._merges = ours
+    assert merges["this"] == merges["other"], "the two builds learned different merges"
+    return seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--vocab-size", type=int, default=32000)
     parser.add_argument("--english-mb", type=float, default=8.0)
     parser.add_argument("--mb-per-language", type=float, default=1.5)
     parser.add_argument("--json", metavar="FILE", help="also write the figures here")
+    parser.add_argument("--loop-against", metavar="SO", help="another build of the compiled merge loop to time")
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
 
     import bpe
@@ -118,6 +151,9 @@ def main() -> None:
         r = results[name]
         print(f"{name}: {r['merges']} merges in {r['train_seconds']} s; overall {r['overall_bytes_per_token']} B/tok; "
               f"best/worst {r['parity_gap']} ({r['best']} / {r['worst']})")
+    if args.loop_against:
+        figures["loop_against"] = time_loops(table, args.vocab_size, args.loop_against, args.repeat)
+        print(f"plain training, CPU seconds per round: {figures['loop_against']}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(figures, f, indent=1)

@@ -27,7 +27,8 @@ class TrainStats:
       documents, bytes, pieces: read and pre-tokenized by the count job
         (its counters; None if the runner reports none).
       dead_letters: input records that could not be read (from the files).
-      unique_pieces: distinct pieces counted (or the table's rows).
+      unique_pieces: distinct pieces counted (or the table's rows); counted by
+        source, distinct (source, piece) rows.
       word_counts: the word-count table trained from.
       seconds: time per phase ("count", "train") and in "total".
       word_count_rows: rows of the table trained from (after --min-word-count).

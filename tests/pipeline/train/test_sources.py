@@ -205,3 +205,22 @@ def test_a_parity_checkpoint_resumes_to_the_same_tokenizer(corpus, tmp_path):
     assert train(*args, "--resume") == 0
     assert merges(output) == full
     assert stats(output)["resumed_from_merges"] == 100
+
+
+def test_a_pattern_matches_a_files_path_its_name_or_its_path_from_here(tmp_path, monkeypatch):
+    import argparse
+
+    from pipeline.train.sources import source_rule
+
+    monkeypatch.chdir(tmp_path)
+    files = [str(tmp_path / "web" / "en-0.jsonl"), str(tmp_path / "web" / "de-0.jsonl"), "gs://bucket/books/en.jsonl"]
+
+    def rule(*weights):
+        args = argparse.Namespace(source_weight=list(weights), source_field=None, parity=False, word_counts=None,
+                                  format="auto")
+        return source_rule(args, files)
+
+    assert rule("en-*=2", "web/de*=0.5").files == {files[0]: "en-*", files[1]: "web/de*"}
+    assert rule("*/books/*=3").files == {files[2]: "*/books/*"}
+    assert rule("*/books/*=3").weights == {"*/books/*": 3000}
+    assert rule("web/de*=0.5").weight_of("web/de*") == 500 and rule("web/de*=0.5").weight_of("") == 1000
