@@ -64,8 +64,13 @@ def scale_of(milli_weights: Sequence[int]) -> int:
 
 
 def is_by_source(word_counts: Mapping) -> bool:
-    """Whether a table maps source names to tables (else it maps pieces to counts)."""
-    return any(isinstance(value, Mapping) for value in word_counts.values())
+    """Whether a table maps source names to tables (else it maps pieces to counts).
+
+    Its first value decides (a plain table may hold millions): a table that mixes
+    the two fails when it is loaded, on the first value of the other kind.
+    """
+    first = next(iter(word_counts.values()), None)
+    return isinstance(first, Mapping)
 
 
 class SourceTable:

@@ -190,3 +190,10 @@ def test_the_api_trains_a_tokenizer_by_source():
     parity = bpe.train(table, vocab_size=270, parity=True)
     assert parity.merges == reference.train_parity(table, 14)
     assert parity.decode(parity.encode("hallo welt")) == "hallo welt"
+
+
+def test_a_table_mixing_counts_and_sources_is_refused():
+    with pytest.raises(ValueError, match="must map pieces to counts"):
+        train_merges({"en": {b"ab": 2}, "de": 5}, 3)
+    with pytest.raises(ValueError, match="not a non-negative integer"):
+        train_merges({b"ab": 2, b"cd": {b"x": 1}}, 3)
