@@ -331,6 +331,10 @@ HEAP_FN void heap_remove(MergeLoop *s, long src, int32_t p) {
         sift_down(s, src, i);
 }
 
+/* Plain training's sift_down, out of line as it was before the sources' heaps:
+ * lose() calls it for almost every merge site. */
+static __attribute__((noinline)) void sift_down_plain(MergeLoop *s, size_t i) { sift_down(s, -1, i); }
+
 /* Takes pair p out of every heap that holds it. */
 static void heap_remove_all(MergeLoop *s, int32_t p) {
     if (s->pairs[p].heap_pos >= 0) heap_remove(s, -1, p);
@@ -340,7 +344,10 @@ static void heap_remove_all(MergeLoop *s, int32_t p) {
 
 /* Forgets pair p: no count, no index, no heap slot. */
 static int forget_pair(MergeLoop *s, int32_t p) {
-    heap_remove_all(s, p);
+    if (s->nsources)
+        heap_remove_all(s, p);
+    else if (s->pairs[p].heap_pos >= 0)
+        heap_remove(s, -1, p);
     unlink_pair(s, p);
     return release_pair(s, p);
 }
@@ -411,19 +418,12 @@ static int add_token(MergeLoop *s, const unsigned char *b, size_t n, uint32_t ra
 
 /* --- applying one merge --------------------------------------------------- */
 
-/* The count of pair (left, right) falls by count (in source src): forgotten below
- * min_frequency, or with sources, when no source's heap holds it any more. */
-static int lose(MergeLoop *s, uint32_t left, uint32_t right, count_t count, size_t src) {
-    int32_t p = find_pair(s, left, right);
-    if (p < 0) return 0; /* already forgotten */
-    s->pairs[p].count -= count;
-    if (!s->nsources) {
-        if (s->pairs[p].count < s->min_frequency) return forget_pair(s, p);
-        if (s->pairs[p].heap_pos >= 0) sift_down(s, -1, (size_t)s->pairs[p].heap_pos);
-        return 0;
-    }
+/* With sources: pair p's count in source src fell by count (its total already has):
+ * it moves down in every heap that holds it, leaves those where its count falls
+ * below min_frequency, and is forgotten when no heap holds it any more. Out of
+ * line, so that plain training's lose() stays small. */
+static __attribute__((noinline)) int lose_in_source(MergeLoop *s, int32_t p, count_t count, size_t src) {
     SCOUNT(s, p, src) -= count;
-    /* its total fell: it moves down in every heap that holds it */
     int held = 0;
     for (size_t t = 0; t < s->nsources; t++) {
         if (SPOS(s, p, t) < 0) continue;
@@ -437,27 +437,45 @@ static int lose(MergeLoop *s, uint32_t left, uint32_t right, count_t count, size
     return held ? 0 : forget_pair(s, p);
 }
 
+/* The merge-site functions below take by_source, a constant where they are
+ * inlined: merge_word() is compiled once for plain training, with no test of
+ * the sources left in it, and once for parity-aware training. */
+#define SITE_FN static inline __attribute__((always_inline))
+
+/* The count of pair (left, right) falls by count (in source src): forgotten below
+ * min_frequency, or with sources as lose_in_source says. */
+SITE_FN int lose(MergeLoop *s, uint32_t left, uint32_t right, count_t count, size_t src, int by_source) {
+    int32_t p = find_pair(s, left, right);
+    if (p < 0) return 0; /* already forgotten */
+    s->pairs[p].count -= count;
+    if (by_source) return lose_in_source(s, p, count, src);
+    if (s->pairs[p].count < s->min_frequency) return forget_pair(s, p);
+    if (s->pairs[p].heap_pos >= 0) sift_down_plain(s, (size_t)s->pairs[p].heap_pos);
+    return 0;
+}
+
 /* The count of pair (left, right) rises by count in word i of source src (a pair
  * with the new token, in no heap until the merge is done). */
-static int gain(MergeLoop *s, uint32_t left, uint32_t right, count_t count, uint32_t i, size_t src) {
+SITE_FN int gain(MergeLoop *s, uint32_t left, uint32_t right, count_t count, uint32_t i, size_t src,
+                 int by_source) {
     int32_t p = find_pair(s, left, right);
+    if (by_source && p >= 0) SCOUNT(s, p, src) += count;
     if (p < 0) {
         p = add_pair(s, left, right, count, i);
         if (p < 0) return -1;
-        if (s->nsources) SCOUNT(s, p, src) = count;
+        if (by_source) SCOUNT(s, p, src) = count;
         if (grow((void **)&s->created, &s->created_cap, s->ncreated + 1, sizeof(int32_t)) < 0) return -1;
         s->created[s->ncreated++] = p;
         return 0;
     }
     s->pairs[p].count += count;
-    if (s->nsources) SCOUNT(s, p, src) += count;
     if (s->pairs[p].heap_pos >= 0) sift_up(s, -1, (size_t)s->pairs[p].heap_pos);
     return add_word(&s->pairs[p], i);
 }
 
 /* Merges (a, b) into new in word i and updates the pairs around each site,
  * exactly as bpe/training/merge_loop.py's _apply_merge does. */
-static int merge_word(MergeLoop *s, uint32_t i, uint32_t a, uint32_t b, uint32_t new) {
+SITE_FN int merge_word(MergeLoop *s, uint32_t i, uint32_t a, uint32_t b, uint32_t new, int by_source) {
     uint32_t *w = s->symbols + s->start[i];
     uint32_t n = s->len[i], out = 0, nsites = 0;
     if (grow((void **)&s->sites, &s->sites_cap, n, sizeof(uint32_t)) < 0) return -1;
@@ -473,21 +491,21 @@ static int merge_word(MergeLoop *s, uint32_t i, uint32_t a, uint32_t b, uint32_t
     if (!nsites) return 0; /* the pair left this word through an earlier merge */
     s->len[i] = out;
     count_t count = (count_t)s->wcount[i];
-    size_t src = s->nsources ? s->wsource[i] : 0;
-    if (s->nsources) s->stokens[src] -= count * nsites;
+    size_t src = by_source ? s->wsource[i] : 0;
+    if (by_source) s->stokens[src] -= count * nsites;
     uint32_t last = out - 1;
     for (uint32_t m = 0; m < nsites; m++) {
         uint32_t k = s->sites[m];
         if (k) {
             uint32_t neighbour = w[k - 1];
-            if (lose(s, neighbour == new ? b : neighbour, a, count, src) < 0) return -1;
-            if (gain(s, neighbour, new, count, i, src) < 0) return -1;
+            if (lose(s, neighbour == new ? b : neighbour, a, count, src, by_source) < 0) return -1;
+            if (gain(s, neighbour, new, count, i, src, by_source) < 0) return -1;
         }
         if (k < last) {
             uint32_t neighbour = w[k + 1];
             if (neighbour != new) {
-                if (lose(s, b, neighbour, count, src) < 0) return -1;
-                if (gain(s, new, neighbour, count, i, src) < 0) return -1;
+                if (lose(s, b, neighbour, count, src, by_source) < 0) return -1;
+                if (gain(s, new, neighbour, count, i, src, by_source) < 0) return -1;
             }
         }
     }
@@ -518,10 +536,19 @@ static int apply_merge(MergeLoop *s, int32_t p, uint32_t new) {
     s->pairs[p].words = NULL;
     int rc = 0;
     s->ncreated = 0;
-    for (uint32_t m = 0; m < nwords && rc == 0; m++) rc = merge_word(s, words[m], a, b, new);
+    if (s->nsources)
+        for (uint32_t m = 0; m < nwords && rc == 0; m++) rc = merge_word(s, words[m], a, b, new, 1);
+    else
+        for (uint32_t m = 0; m < nwords && rc == 0; m++) rc = merge_word(s, words[m], a, b, new, 0);
     free(words);
     if (rc == 0) rc = release_pair(s, p);
-    for (size_t m = 0; m < s->ncreated && rc == 0; m++) rc = enter_heaps(s, s->created[m]);
+    for (size_t m = 0; m < s->ncreated && rc == 0; m++) {
+        int32_t q = s->created[m];
+        if (s->nsources)
+            rc = enter_heaps(s, q);
+        else
+            rc = s->pairs[q].count >= s->min_frequency ? heap_push(s, -1, q) : forget_pair(s, q);
+    }
     return rc;
 }
 
