@@ -28,12 +28,25 @@ Tie-break and the duplicate-bytes rule (contract for byte-level training):
   (the HF vocab is a dict keyed by the token's string) and tiktoken (ranks keyed
   by bytes) cannot hold two IDs with the same bytes, so every token's bytes are
   unique.
+
+Parity-aware training (``train_parity``, after Foroutan et al. (2025),
+"Parity-aware Byte Pair Encoding"): the table is split by source (a language,
+a domain), each source with its own counts and an optional weight. Before each
+merge, every source's compression is measured on its own counts (its bytes
+divided by its tokens with the merges so far); the worst-compressed source (the
+fewest bytes per token; among equals the first by name) picks the merge: its
+most frequent pair, ties broken by the pair's count over all sources, then by
+the tie-break above. A source with no pair left to merge (none reaches
+``min_frequency`` in its own counts, or every one spells an existing token)
+hands the choice to the next worst. A weight multiplies its source's counts;
+the compression of a source does not change with its weight.
 """
 
 from __future__ import annotations
 
 import numbers
 from collections import Counter
+from fractions import Fraction
 from typing import Mapping, Sequence
 
 Pair = tuple[int, int]
@@ -260,3 +273,80 @@ def encode_bytes(data: bytes | str, merges: Sequence[Pair] | Mapping[Pair, int])
         last_rank = min(later)
         ids = merge_pair(ids, pairs[last_rank], new_ids[last_rank])
     return ids
+
+
+def train_parity(
+    source_counts: Mapping[str, Mapping[bytes | str, int]],
+    num_merges: int,
+    min_frequency: int = 2,
+    tie_break: str = "bytes",
+    weights: Mapping[str, object] | None = None,
+) -> list[Pair]:
+    """Learns parity-aware byte-level merges, recounting all pairs before every merge.
+
+    Args:
+      source_counts: source name -> (piece -> count); str pieces are their UTF-8.
+      num_merges: how many merges to learn at most.
+      min_frequency: a pair is a candidate for a source only if its (weighted)
+        count in that source reaches this.
+      tie_break: "bytes" or "hf", for pairs with equal source and total counts.
+      weights: source name -> weight (an int, or a decimal string or number
+        with up to three places); 1 where not given. Counts are multiplied by
+        it exactly (as fractions).
+
+    Returns:
+      The merges in learned order as (left_id, right_id); merge ``i`` creates
+      ID ``256 + i``. See the module doc for the rule.
+    """
+    if tie_break not in TIE_BREAKS:
+        raise ValueError(f"tie_break must be one of {', '.join(TIE_BREAKS)}, not {tie_break!r}")
+    weights = weights or {}
+    byte_ranks = hf_byte_ranks()
+    sources = sorted(source_counts)
+    words: list[tuple[int, list[int], Fraction]] = []  # (source index, token IDs, weighted count)
+    for index, name in enumerate(sources):
+        weight = Fraction(str(weights.get(name, 1)))
+        totals: Counter = Counter()
+        for word, count in source_counts[name].items():
+            check_count(word, count)
+            totals[piece_bytes(word)] += count
+        words += [(index, list(word), count * weight) for word, count in totals.items() if count > 0 and word]
+    source_bytes = [sum(len(ids) * count for s, ids, count in words if s == index) for index in range(len(sources))]
+
+    def tie_order(pair: Pair):
+        if tie_break == "hf":
+            return tuple(-(byte_ranks[t] if t < 256 else t) for t in pair)
+        return token_bytes[pair[0]], token_bytes[pair[1]]
+
+    token_bytes = [bytes([b]) for b in range(256)]
+    merges: list[Pair] = []
+    while len(merges) < num_merges:
+        tokens = [sum(len(ids) * count for s, ids, count in words if s == index) for index in range(len(sources))]
+        worst_first = sorted(
+            (index for index in range(len(sources)) if tokens[index]),
+            key=lambda index: (source_bytes[index] / tokens[index], index),
+        )
+        per_source = [Counter() for _ in sources]
+        total: Counter = Counter()
+        for s, ids, count in words:
+            for pair in zip(ids, ids[1:]):
+                per_source[s][pair] += count
+                total[pair] += count
+        existing = set(token_bytes)
+        best = None
+        for index in worst_first:
+            counts = per_source[index]
+            candidates = [
+                pair for pair, count in counts.items()
+                if count >= min_frequency and token_bytes[pair[0]] + token_bytes[pair[1]] not in existing
+            ]
+            if candidates:
+                best = max(candidates, key=lambda pair: (counts[pair], total[pair], tie_order(pair)))
+                break
+        if best is None:
+            break
+        new_id = 256 + len(merges)
+        merges.append(best)
+        token_bytes.append(token_bytes[best[0]] + token_bytes[best[1]])
+        words = [(s, merge_pair(ids, best, new_id), count) for s, ids, count in words]
+    return merges

@@ -19,6 +19,12 @@ piece always lands in the same partition (crc32 of its bytes, identical in
 every process), so each partition's merged table holds the exact totals of its
 pieces.
 
+Sources (``SourceRule``, for weighted and parity-aware training): each
+document counts for one source, named by its file or by a record field. The
+tables are then keyed by (source, piece), a piece's rows of every source in the
+same partition, so pruning by ``min_word_count`` sees the piece's weighted
+total over all sources.
+
 Output is produced only from ``process`` (never ``finish_bundle``), so runners
 that drop finish_bundle output cannot lose counts.
 """
@@ -28,15 +34,52 @@ from __future__ import annotations
 import dataclasses
 import os
 import zlib
-from typing import Iterable
+from typing import Iterable, Mapping
 
 import apache_beam as beam
 
 from bpe.training.piece_counter import PieceCounter, choose_engine
+from bpe.training.sources import MILLI
 from bpe.pretokenize import compile_pattern
 from transforms import metrics
 
-__all__ = ["CountPreTokenTables", "count_pieces"]
+__all__ = ["REST", "CountPreTokenTables", "SourceRule", "count_pieces"]
+
+REST = ""  # the source of documents that no rule names
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceRule:
+    """Which source each document counts for, and each source's weight.
+
+    Args:
+      by_field: the source is a record field's value, read as the document's
+        ``doc_id`` (``ReadDocuments(id_field=FIELD)``); a record without it
+        counts for ``REST``.
+      files: file path (as matched) -> source, when not ``by_field``; a file
+        not listed counts for ``REST``.
+      weights: source -> weight in thousandths; 1000 for a source not listed.
+    """
+
+    by_field: bool = False
+    files: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    weights: Mapping[str, int] = dataclasses.field(default_factory=dict)
+
+    def source_of(self, document) -> str:
+        if self.by_field:
+            return document.doc_id or REST
+        return self.files.get(document.file, REST)
+
+    def weight_of(self, source: str) -> int:
+        return self.weights.get(source, MILLI)
+
+    def keep(self, counts: dict[tuple[str, bytes], int], min_word_count: int) -> dict[tuple[str, bytes], int]:
+        """The rows of the pieces whose weighted count over all sources reaches ``min_word_count``."""
+        totals: dict[bytes, int] = {}
+        for (source, piece), count in counts.items():
+            totals[piece] = totals.get(piece, 0) + count * self.weight_of(source)
+        least = min_word_count * MILLI
+        return {key: count for key, count in counts.items() if totals[key[1]] >= least}
 
 
 def count_pieces(documents: Iterable[bytes | str], pattern: str = "gpt2") -> dict[bytes, int]:
@@ -76,8 +119,10 @@ class _CountBatchFn(beam.DoFn):
     when some of its documents are left to the regex engine.
     """
 
-    def __init__(self, pattern: str, max_batch_pieces: int, num_partitions: int, engine: str = "auto"):
+    def __init__(self, pattern: str, max_batch_pieces: int, num_partitions: int, engine: str = "auto",
+                 sources: SourceRule | None = None):
         self._pattern = pattern
+        self._sources = sources
         self._engine = engine
         self._max_batch_pieces = max_batch_pieces
         self._num_partitions = num_partitions
@@ -101,7 +146,7 @@ class _CountBatchFn(beam.DoFn):
             size = sum(len(data) if isinstance(data, bytes) else _str_size(data) for data in documents)
         regex_before = self._counter.regex_documents
         pieces = tables = 0
-        for table in self._counter.tables(documents, self._max_batch_pieces):
+        for table in self._tables(batch, documents):
             tables += 1
             pieces += sum(table.values())
             yield from self._partitions(table)
@@ -113,12 +158,25 @@ class _CountBatchFn(beam.DoFn):
         if tables > 1:
             counters.early_flushes.inc(tables - 1)
 
-    def _partitions(self, table: dict[bytes, int]):
+    def _tables(self, batch: list, documents: list):
+        """The batch's count tables: {piece: count}, or with sources {(source, piece): count}."""
+        if self._sources is None:
+            yield from self._counter.tables(documents, self._max_batch_pieces)
+            return
+        by_source: dict[str, list] = {}
+        for element, data in zip(batch, documents):
+            by_source.setdefault(self._sources.source_of(element), []).append(data)
+        for source in sorted(by_source):
+            for table in self._counter.tables(by_source[source], self._max_batch_pieces):
+                yield {(source, piece): count for piece, count in table.items()}
+
+    def _partitions(self, table: dict):
         n = self._num_partitions
-        parts: list[dict[bytes, int]] = [{} for _ in range(n)]
+        parts: list[dict] = [{} for _ in range(n)]
         crc32 = zlib.crc32
-        for piece, count in table.items():
-            parts[crc32(piece) % n][piece] = count
+        for key, count in table.items():
+            # A piece's rows of every source share its partition.
+            parts[crc32(key if type(key) is bytes else key[1]) % n][key] = count
         for index, part in enumerate(parts):
             if part:
                 yield index, part
@@ -156,15 +214,19 @@ class _MergeCountsFn(beam.CombineFn):
 class _PruneFn(beam.DoFn):
     """Drops the pieces of one partition's exact totals that occur too rarely."""
 
-    def __init__(self, min_word_count: int):
+    def __init__(self, min_word_count: int, sources: SourceRule | None = None):
         self._min_word_count = min_word_count
+        self._sources = sources
         self._counters = metrics.Counters("count", "unique_pieces", "pruned_pieces")
 
     def process(self, partition_counts):
         _, counts = partition_counts
         self._counters.unique_pieces.inc(len(counts))
         if self._min_word_count > 1:
-            kept = {piece: count for piece, count in counts.items() if count >= self._min_word_count}
+            if self._sources is not None:
+                kept = self._sources.keep(counts, self._min_word_count)
+            else:
+                kept = {piece: count for piece, count in counts.items() if count >= self._min_word_count}
             self._counters.pruned_pieces.inc(len(counts) - len(kept))
             counts = kept
         if counts:
@@ -173,7 +235,8 @@ class _PruneFn(beam.DoFn):
 
 @dataclasses.dataclass
 class CountPreTokenTables(beam.PTransform):
-    """Counts pre-token pieces: PCollection[Document] -> PCollection[{bytes: int}].
+    """Counts pre-token pieces: PCollection[Document] -> PCollection[{bytes: int}]
+    (with ``sources``: PCollection[{(source, bytes): int}]).
 
     Each output element is one hash partition of the final table: distinct
     pieces (their exact UTF-8 bytes; invalid UTF-8 in the input is kept byte for
@@ -201,6 +264,9 @@ class CountPreTokenTables(beam.PTransform):
         side runs on up to this many workers in parallel.
       engine: how pieces are counted (``bpe.piece_counter``): ``auto`` (the
         fastest engine proven for the pattern), ``gigatoken`` or ``regex``.
+      sources: None, or which source each document counts for (``SourceRule``):
+        the tables are then keyed by (source, piece), and ``min_word_count``
+        applies to a piece's weighted count over all sources.
     """
 
     pattern: str = "gpt2"
@@ -209,6 +275,7 @@ class CountPreTokenTables(beam.PTransform):
     min_word_count: int = 1
     num_partitions: int = 64
     engine: str = "auto"
+    sources: SourceRule | None = None
 
     def __post_init__(self):
         compile_pattern(self.pattern)  # a bad regex fails here, not on a worker
@@ -218,6 +285,8 @@ class CountPreTokenTables(beam.PTransform):
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
 
     def expand(self, documents):
+        # The type hints choose the coders: bytes keys, or (source, piece) keys.
+        table = dict[bytes, int] if self.sources is None else dict[tuple[str, bytes], int]
         return (
             documents
             # Fixed-size batches (min == max): no adaptive resizing, so a batch
@@ -228,8 +297,8 @@ class CountPreTokenTables(beam.PTransform):
                 element_size_fn=_document_size,
             )
             | "CountInBatch" >> beam.ParDo(
-                _CountBatchFn(self.pattern, self.max_batch_pieces, self.num_partitions, self.engine)
-            ).with_output_types(tuple[int, dict[bytes, int]])
+                _CountBatchFn(self.pattern, self.max_batch_pieces, self.num_partitions, self.engine, self.sources)
+            ).with_output_types(tuple[int, table])
             | "SumCounts" >> beam.CombinePerKey(_MergeCountsFn())
-            | "Prune" >> beam.ParDo(_PruneFn(self.min_word_count)).with_output_types(dict[bytes, int])
+            | "Prune" >> beam.ParDo(_PruneFn(self.min_word_count, self.sources)).with_output_types(table)
         )

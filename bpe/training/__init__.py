@@ -4,6 +4,9 @@
   replay a checkpoint and drive the merge loop.
 - ``merge_loop``: the merge loop in pure Python, the readable twin of the C
   loop in ``_merges.c`` (built as ``bpe.training._merges``).
+- ``parity_loop``: the parity-aware merge loop in pure Python, the twin of the
+  C loop's parity mode.
+- ``sources``: word counts by source and their exact weights.
 - ``piece_counter``: the pieces of documents counted, by the fastest exact engine.
 - ``gigatoken_counts``: gigatoken's piece counter, one of those engines.
 """

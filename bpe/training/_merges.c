@@ -14,6 +14,14 @@
  * bytes), or with tie-break ranks given (HF's order) to the smaller
  * (rank[left], rank[right]).
  *
+ * Parity-aware training (``sources`` given; bpe/training/parity_loop.py is its
+ * readable twin): every word has a source, every pair a count per source, and
+ * each source has its own indexed heap, ordered by the pair's count in that
+ * source, then its total, then the tie-break. Before each merge the source with
+ * the fewest bytes per token (its tokens fall at every merge site in its words)
+ * and a non-empty heap picks its top pair. A pair sits in a source's heap while
+ * its count there reaches min_frequency, and is forgotten when it is in none.
+ *
  * Pair counts are 128-bit: the caller checks that no count can exceed that.
  * ``MergeLoop.learn`` returns to Python every few merges, so Python handles
  * signals, progress and checkpoints; merges are appended to the caller's list
@@ -40,6 +48,11 @@ typedef struct {
 } PairRec;
 
 typedef struct {
+    int32_t *items; /* pair indices */
+    size_t len, cap;
+} Heap;
+
+typedef struct {
     PyObject_HEAD
     /* words */
     uint32_t *symbols;   /* all words' IDs, word i at symbols[start[i]], length len[i] */
@@ -54,9 +67,16 @@ typedef struct {
     size_t nfree, free_cap;
     int32_t *table; /* hash slots: pair index or -1 */
     size_t table_mask, table_used;
-    /* heap of pair indices */
-    int32_t *heap;
-    size_t heap_len, heap_cap;
+    /* heap of pair indices (plain training) */
+    Heap heap;
+    /* parity-aware training: nsources > 0 */
+    size_t nsources;
+    uint32_t *wsource;           /* the source of each word */
+    count_t *sbytes, *stokens;   /* per source: its bytes, its tokens now */
+    count_t *scount;             /* per pair and source: pair p's count in source t at p * nsources + t */
+    int32_t *spos;               /* per pair and source: its slot in that source's heap, -1 when not in it */
+    size_t scount_cap, spos_cap;
+    Heap *sheaps;                /* one heap per source */
     /* tokens */
     unsigned char *tok_bytes;
     size_t tok_bytes_len, tok_bytes_cap;
@@ -140,7 +160,16 @@ static int32_t add_pair(MergeLoop *s, uint32_t left, uint32_t right, count_t cou
     } else {
         if (s->npairs_alloc >= INT32_MAX) { PyErr_SetString(PyExc_OverflowError, "too many pairs"); return -1; }
         if (grow((void **)&s->pairs, &s->npairs_cap, s->npairs_alloc + 1, sizeof(PairRec)) < 0) return -1;
+        if (s->nsources) {
+            size_t need = (s->npairs_alloc + 1) * s->nsources;
+            if (grow((void **)&s->scount, &s->scount_cap, need, sizeof(count_t)) < 0) return -1;
+            if (grow((void **)&s->spos, &s->spos_cap, need, sizeof(int32_t)) < 0) return -1;
+        }
         p = (int32_t)s->npairs_alloc++;
+    }
+    if (s->nsources) {
+        memset(s->scount + (size_t)p * s->nsources, 0, s->nsources * sizeof(count_t));
+        memset(s->spos + (size_t)p * s->nsources, 0xff, s->nsources * sizeof(int32_t));
     }
     PairRec *r = &s->pairs[p];
     r->count = count;
@@ -209,9 +238,20 @@ static inline int bytes_cmp(MergeLoop *s, uint32_t a, uint32_t b) {
     return (la > lb) - (la < lb);
 }
 
-/* Whether pair p comes before pair q: the pair training picks first. */
-static inline int better(MergeLoop *s, int32_t p, int32_t q) {
+#define SCOUNT(s, p, t) ((s)->scount[(size_t)(p) * (s)->nsources + (t)])
+#define SPOS(s, p, t) ((s)->spos[(size_t)(p) * (s)->nsources + (t)])
+
+/* The heaps: src -1 is the plain heap, src t >= 0 source t's heap. The heap
+ * functions are always inlined, so that where src is the constant -1 (plain
+ * training) the compiler drops the sources' branches: plain training runs as
+ * fast as with one heap only. */
+#define HEAP_FN static inline __attribute__((always_inline))
+HEAP_FN Heap *heap_of(MergeLoop *s, long src) { return src < 0 ? &s->heap : &s->sheaps[src]; }
+
+/* Whether pair p comes before pair q in heap src: the pair training picks first. */
+HEAP_FN int better(MergeLoop *s, long src, int32_t p, int32_t q) {
     PairRec *a = &s->pairs[p], *b = &s->pairs[q];
+    if (src >= 0 && SCOUNT(s, p, src) != SCOUNT(s, q, src)) return SCOUNT(s, p, src) > SCOUNT(s, q, src);
     if (a->count != b->count) return a->count > b->count;
     if (s->rank) {
         uint32_t ra = s->rank[a->left], rb = s->rank[b->left];
@@ -223,58 +263,91 @@ static inline int better(MergeLoop *s, int32_t p, int32_t q) {
     return bytes_cmp(s, a->right, b->right) > 0;
 }
 
-static inline void heap_set(MergeLoop *s, size_t i, int32_t p) {
-    s->heap[i] = p;
-    s->pairs[p].heap_pos = (int32_t)i;
+HEAP_FN int32_t *slot_of(MergeLoop *s, long src, int32_t p) {
+    return src < 0 ? &s->pairs[p].heap_pos : &SPOS(s, p, src);
 }
 
-static void sift_up(MergeLoop *s, size_t i) {
-    int32_t p = s->heap[i];
+HEAP_FN void heap_set(MergeLoop *s, long src, size_t i, int32_t p) {
+    heap_of(s, src)->items[i] = p;
+    *slot_of(s, src, p) = (int32_t)i;
+}
+
+HEAP_FN void sift_up(MergeLoop *s, long src, size_t i) {
+    int32_t *items = heap_of(s, src)->items;
+    int32_t p = items[i];
     while (i) {
         size_t parent = (i - 1) / 2;
-        if (!better(s, p, s->heap[parent])) break;
-        heap_set(s, i, s->heap[parent]);
+        if (!better(s, src, p, items[parent])) break;
+        heap_set(s, src, i, items[parent]);
         i = parent;
     }
-    heap_set(s, i, p);
+    heap_set(s, src, i, p);
 }
 
-static void sift_down(MergeLoop *s, size_t i) {
-    int32_t p = s->heap[i];
+HEAP_FN void sift_down(MergeLoop *s, long src, size_t i) {
+    Heap *h = heap_of(s, src);
+    int32_t p = h->items[i];
     for (;;) {
         size_t child = 2 * i + 1;
-        if (child >= s->heap_len) break;
-        if (child + 1 < s->heap_len && better(s, s->heap[child + 1], s->heap[child])) child++;
-        if (!better(s, s->heap[child], p)) break;
-        heap_set(s, i, s->heap[child]);
+        if (child >= h->len) break;
+        if (child + 1 < h->len && better(s, src, h->items[child + 1], h->items[child])) child++;
+        if (!better(s, src, h->items[child], p)) break;
+        heap_set(s, src, i, h->items[child]);
         i = child;
     }
-    heap_set(s, i, p);
+    heap_set(s, src, i, p);
 }
 
-static int heap_push(MergeLoop *s, int32_t p) {
-    if (grow((void **)&s->heap, &s->heap_cap, s->heap_len + 1, sizeof(int32_t)) < 0) return -1;
-    heap_set(s, s->heap_len++, p);
-    sift_up(s, s->heap_len - 1);
+/* Appends p to heap src without ordering it (heapify follows, or sift_up). */
+static int heap_append(MergeLoop *s, long src, int32_t p) {
+    Heap *h = heap_of(s, src);
+    if (grow((void **)&h->items, &h->cap, h->len + 1, sizeof(int32_t)) < 0) return -1;
+    heap_set(s, src, h->len++, p);
     return 0;
 }
 
-static void heap_remove(MergeLoop *s, int32_t p) {
-    size_t i = (size_t)s->pairs[p].heap_pos;
-    s->pairs[p].heap_pos = -1;
-    s->heap_len--;
-    if (i == s->heap_len) return;
-    int32_t moved = s->heap[s->heap_len];
-    heap_set(s, i, moved);
-    if (i && better(s, moved, s->heap[(i - 1) / 2]))
-        sift_up(s, i);
+static int heap_push(MergeLoop *s, long src, int32_t p) {
+    if (heap_append(s, src, p) < 0) return -1;
+    sift_up(s, src, heap_of(s, src)->len - 1);
+    return 0;
+}
+
+static void heapify(MergeLoop *s, long src) {
+    for (size_t i = heap_of(s, src)->len / 2; i-- > 0;) sift_down(s, src, i);
+}
+
+HEAP_FN void heap_remove(MergeLoop *s, long src, int32_t p) {
+    Heap *h = heap_of(s, src);
+    int32_t *slot = slot_of(s, src, p);
+    size_t i = (size_t)*slot;
+    *slot = -1;
+    h->len--;
+    if (i == h->len) return;
+    int32_t moved = h->items[h->len];
+    heap_set(s, src, i, moved);
+    if (i && better(s, src, moved, h->items[(i - 1) / 2]))
+        sift_up(s, src, i);
     else
-        sift_down(s, i);
+        sift_down(s, src, i);
+}
+
+/* Plain training's sift_down, out of line as it was before the sources' heaps:
+ * lose() calls it for almost every merge site. */
+static __attribute__((noinline)) void sift_down_plain(MergeLoop *s, size_t i) { sift_down(s, -1, i); }
+
+/* Takes pair p out of every heap that holds it. */
+static void heap_remove_all(MergeLoop *s, int32_t p) {
+    if (s->pairs[p].heap_pos >= 0) heap_remove(s, -1, p);
+    for (size_t t = 0; t < s->nsources; t++)
+        if (SPOS(s, p, t) >= 0) heap_remove(s, (long)t, p);
 }
 
 /* Forgets pair p: no count, no index, no heap slot. */
 static int forget_pair(MergeLoop *s, int32_t p) {
-    if (s->pairs[p].heap_pos >= 0) heap_remove(s, p);
+    if (s->nsources)
+        heap_remove_all(s, p);
+    else if (s->pairs[p].heap_pos >= 0)
+        heap_remove(s, -1, p);
     unlink_pair(s, p);
     return release_pair(s, p);
 }
@@ -345,34 +418,64 @@ static int add_token(MergeLoop *s, const unsigned char *b, size_t n, uint32_t ra
 
 /* --- applying one merge --------------------------------------------------- */
 
-/* The count of pair (left, right) falls by count: forgotten below min_frequency. */
-static int lose(MergeLoop *s, uint32_t left, uint32_t right, count_t count) {
+/* With sources: pair p's count in source src fell by count (its total already has):
+ * it moves down in every heap that holds it, leaves those where its count falls
+ * below min_frequency, and is forgotten when no heap holds it any more. Out of
+ * line, so that plain training's lose() stays small. */
+static __attribute__((noinline)) int lose_in_source(MergeLoop *s, int32_t p, count_t count, size_t src) {
+    SCOUNT(s, p, src) -= count;
+    int held = 0;
+    for (size_t t = 0; t < s->nsources; t++) {
+        if (SPOS(s, p, t) < 0) continue;
+        if (SCOUNT(s, p, t) < s->min_frequency) {
+            heap_remove(s, (long)t, p);
+        } else {
+            sift_down(s, (long)t, (size_t)SPOS(s, p, t));
+            held = 1;
+        }
+    }
+    return held ? 0 : forget_pair(s, p);
+}
+
+/* The merge-site functions below take by_source, a constant where they are
+ * inlined: merge_word() is compiled once for plain training, with no test of
+ * the sources left in it, and once for parity-aware training. */
+#define SITE_FN static inline __attribute__((always_inline))
+
+/* The count of pair (left, right) falls by count (in source src): forgotten below
+ * min_frequency, or with sources as lose_in_source says. */
+SITE_FN int lose(MergeLoop *s, uint32_t left, uint32_t right, count_t count, size_t src, int by_source) {
     int32_t p = find_pair(s, left, right);
     if (p < 0) return 0; /* already forgotten */
     s->pairs[p].count -= count;
+    if (by_source) return lose_in_source(s, p, count, src);
     if (s->pairs[p].count < s->min_frequency) return forget_pair(s, p);
-    if (s->pairs[p].heap_pos >= 0) sift_down(s, (size_t)s->pairs[p].heap_pos);
+    if (s->pairs[p].heap_pos >= 0) sift_down_plain(s, (size_t)s->pairs[p].heap_pos);
     return 0;
 }
 
-/* The count of pair (left, right) rises by count in word i (a pair with the new token). */
-static int gain(MergeLoop *s, uint32_t left, uint32_t right, count_t count, uint32_t i) {
+/* The count of pair (left, right) rises by count in word i of source src (a pair
+ * with the new token, in no heap until the merge is done). */
+SITE_FN int gain(MergeLoop *s, uint32_t left, uint32_t right, count_t count, uint32_t i, size_t src,
+                 int by_source) {
     int32_t p = find_pair(s, left, right);
+    if (by_source && p >= 0) SCOUNT(s, p, src) += count;
     if (p < 0) {
         p = add_pair(s, left, right, count, i);
         if (p < 0) return -1;
+        if (by_source) SCOUNT(s, p, src) = count;
         if (grow((void **)&s->created, &s->created_cap, s->ncreated + 1, sizeof(int32_t)) < 0) return -1;
         s->created[s->ncreated++] = p;
         return 0;
     }
     s->pairs[p].count += count;
-    if (s->pairs[p].heap_pos >= 0) sift_up(s, (size_t)s->pairs[p].heap_pos);
+    if (s->pairs[p].heap_pos >= 0) sift_up(s, -1, (size_t)s->pairs[p].heap_pos);
     return add_word(&s->pairs[p], i);
 }
 
 /* Merges (a, b) into new in word i and updates the pairs around each site,
  * exactly as bpe/training/merge_loop.py's _apply_merge does. */
-static int merge_word(MergeLoop *s, uint32_t i, uint32_t a, uint32_t b, uint32_t new) {
+SITE_FN int merge_word(MergeLoop *s, uint32_t i, uint32_t a, uint32_t b, uint32_t new, int by_source) {
     uint32_t *w = s->symbols + s->start[i];
     uint32_t n = s->len[i], out = 0, nsites = 0;
     if (grow((void **)&s->sites, &s->sites_cap, n, sizeof(uint32_t)) < 0) return -1;
@@ -388,38 +491,63 @@ static int merge_word(MergeLoop *s, uint32_t i, uint32_t a, uint32_t b, uint32_t
     if (!nsites) return 0; /* the pair left this word through an earlier merge */
     s->len[i] = out;
     count_t count = (count_t)s->wcount[i];
+    size_t src = by_source ? s->wsource[i] : 0;
+    if (by_source) s->stokens[src] -= count * nsites;
     uint32_t last = out - 1;
     for (uint32_t m = 0; m < nsites; m++) {
         uint32_t k = s->sites[m];
         if (k) {
             uint32_t neighbour = w[k - 1];
-            if (lose(s, neighbour == new ? b : neighbour, a, count) < 0) return -1;
-            if (gain(s, neighbour, new, count, i) < 0) return -1;
+            if (lose(s, neighbour == new ? b : neighbour, a, count, src, by_source) < 0) return -1;
+            if (gain(s, neighbour, new, count, i, src, by_source) < 0) return -1;
         }
         if (k < last) {
             uint32_t neighbour = w[k + 1];
             if (neighbour != new) {
-                if (lose(s, b, neighbour, count) < 0) return -1;
-                if (gain(s, new, neighbour, count, i) < 0) return -1;
+                if (lose(s, b, neighbour, count, src, by_source) < 0) return -1;
+                if (gain(s, new, neighbour, count, i, src, by_source) < 0) return -1;
             }
         }
     }
     return 0;
 }
 
-/* Applies pair p (already out of the table and the heap) as token new. */
+/* Puts a new pair into the heaps it qualifies for (pushed, or appended when
+ * heapify follows); forgets it when it qualifies for none. */
+static int place_pair(MergeLoop *s, int32_t q, int (*put)(MergeLoop *, long, int32_t)) {
+    if (!s->nsources)
+        return s->pairs[q].count >= s->min_frequency ? put(s, -1, q) : forget_pair(s, q);
+    int held = 0;
+    for (size_t t = 0; t < s->nsources; t++) {
+        if (SCOUNT(s, q, t) >= s->min_frequency) {
+            if (put(s, (long)t, q) < 0) return -1;
+            held = 1;
+        }
+    }
+    return held ? 0 : forget_pair(s, q);
+}
+
+static int enter_heaps(MergeLoop *s, int32_t q) { return place_pair(s, q, heap_push); }
+
+/* Applies pair p (already out of the table and the heaps) as token new. */
 static int apply_merge(MergeLoop *s, int32_t p, uint32_t new) {
     uint32_t a = s->pairs[p].left, b = s->pairs[p].right;
     uint32_t *words = s->pairs[p].words, nwords = s->pairs[p].nwords;
     s->pairs[p].words = NULL;
     int rc = 0;
     s->ncreated = 0;
-    for (uint32_t m = 0; m < nwords && rc == 0; m++) rc = merge_word(s, words[m], a, b, new);
+    if (s->nsources)
+        for (uint32_t m = 0; m < nwords && rc == 0; m++) rc = merge_word(s, words[m], a, b, new, 1);
+    else
+        for (uint32_t m = 0; m < nwords && rc == 0; m++) rc = merge_word(s, words[m], a, b, new, 0);
     free(words);
     if (rc == 0) rc = release_pair(s, p);
     for (size_t m = 0; m < s->ncreated && rc == 0; m++) {
         int32_t q = s->created[m];
-        rc = s->pairs[q].count >= s->min_frequency ? heap_push(s, q) : forget_pair(s, q);
+        if (s->nsources)
+            rc = enter_heaps(s, q);
+        else
+            rc = s->pairs[q].count >= s->min_frequency ? heap_push(s, -1, q) : forget_pair(s, q);
     }
     return rc;
 }
@@ -428,7 +556,9 @@ static int apply_merge(MergeLoop *s, int32_t p, uint32_t new) {
 
 static void MergeLoop_dealloc(MergeLoop *s) {
     for (size_t p = 0; p < s->npairs_alloc; p++) free(s->pairs[p].words);
-    free(s->pairs); free(s->free_pairs); free(s->table); free(s->heap);
+    free(s->pairs); free(s->free_pairs); free(s->table); free(s->heap.items);
+    for (size_t t = 0; s->sheaps && t < s->nsources; t++) free(s->sheaps[t].items);
+    free(s->sheaps); free(s->wsource); free(s->sbytes); free(s->stokens); free(s->scount); free(s->spos);
     free(s->symbols); free(s->start); free(s->len); free(s->wcount);
     free(s->tok_bytes); free(s->tok_off); free(s->tok_len); free(s->rank); free(s->spelled);
     free(s->created); free(s->sites);
@@ -484,33 +614,68 @@ static int count_pairs(MergeLoop *s) {
         if (!(i & 0xffff) && PyErr_CheckSignals() < 0) return -1;
         const uint32_t *w = s->symbols + s->start[i];
         count_t count = (count_t)s->wcount[i];
+        size_t src = s->nsources ? s->wsource[i] : 0;
+        if (s->nsources) s->stokens[src] += count * s->len[i];
         for (uint32_t k = 0; k + 1 < s->len[i]; k++) {
             int32_t p = find_pair(s, w[k], w[k + 1]);
             if (p < 0) {
-                if (add_pair(s, w[k], w[k + 1], count, (uint32_t)i) < 0) return -1;
+                if ((p = add_pair(s, w[k], w[k + 1], count, (uint32_t)i)) < 0) return -1;
             } else {
                 s->pairs[p].count += count;
                 if (add_word(&s->pairs[p], (uint32_t)i) < 0) return -1;
             }
+            if (s->nsources) SCOUNT(s, p, src) += count;
         }
     }
-    for (size_t p = 0; p < s->npairs_alloc; p++) {
-        if (s->pairs[p].count < s->min_frequency) {
-            if (forget_pair(s, (int32_t)p) < 0) return -1;
-        } else {
-            if (grow((void **)&s->heap, &s->heap_cap, s->heap_len + 1, sizeof(int32_t)) < 0) return -1;
-            heap_set(s, s->heap_len++, (int32_t)p);
-        }
-    }
-    for (size_t i = s->heap_len / 2; i-- > 0;) sift_down(s, i);
+    for (size_t p = 0; p < s->npairs_alloc; p++)
+        if (place_pair(s, (int32_t)p, heap_append) < 0) return -1;
+    heapify(s, -1);
+    for (size_t t = 0; t < s->nsources; t++) heapify(s, (long)t);
     return 0;
 }
 
+/* Parity-aware training: reads each word's source and each source's bytes (both None: plain training). */
+static int read_sources(MergeLoop *s, PyObject *sources, PyObject *source_bytes) {
+    if (sources == Py_None && source_bytes == Py_None) return 0;
+    if (!PyList_Check(sources) || !PyList_Check(source_bytes) || (size_t)PyList_GET_SIZE(sources) != s->nwords ||
+        PyList_GET_SIZE(source_bytes) == 0) {
+        PyErr_SetString(PyExc_ValueError, "sources must be a list, one source per word, and source_bytes a non-empty list");
+        return -1;
+    }
+    s->nsources = (size_t)PyList_GET_SIZE(source_bytes);
+    s->wsource = malloc((s->nwords ? s->nwords : 1) * sizeof(uint32_t));
+    s->sbytes = calloc(s->nsources, sizeof(count_t));
+    s->stokens = calloc(s->nsources, sizeof(count_t));
+    s->sheaps = calloc(s->nsources, sizeof(Heap));
+    if (!s->wsource || !s->sbytes || !s->stokens || !s->sheaps) { PyErr_NoMemory(); return -1; }
+    for (size_t t = 0; t < s->nsources; t++)
+        if (as_count(PyList_GET_ITEM(source_bytes, t), &s->sbytes[t]) < 0) return -1;
+    for (size_t i = 0; i < s->nwords; i++) {
+        unsigned long src = PyLong_AsUnsignedLong(PyList_GET_ITEM(sources, i));
+        if (src == (unsigned long)-1 && PyErr_Occurred()) return -1;
+        if (src >= s->nsources) { PyErr_SetString(PyExc_ValueError, "a word's source is out of range"); return -1; }
+        s->wsource[i] = (uint32_t)src;
+    }
+    return 0;
+}
+
+/* Parity-aware training: the source with the fewest bytes per token among those
+ * with a pair to merge (ties to the lowest index), or -1 when none has one. */
+static long worst_source(MergeLoop *s) {
+    long worst = -1;
+    for (size_t t = 0; t < s->nsources; t++) {
+        if (!s->sheaps[t].len) continue;
+        /* bytes[t] / tokens[t] < bytes[w] / tokens[w], cross-multiplied (the caller keeps bytes below 2**63) */
+        if (worst < 0 || s->sbytes[t] * s->stokens[worst] < s->sbytes[worst] * s->stokens[t]) worst = (long)t;
+    }
+    return worst;
+}
+
 static int MergeLoop_init(MergeLoop *s, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"words", "counts", "token_bytes", "min_frequency", "ranks", NULL};
-    PyObject *words, *counts, *token_bytes, *min_frequency, *ranks = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!O!O|O", kwlist, &PyList_Type, &words, &PyList_Type, &counts,
-                                     &PyList_Type, &token_bytes, &min_frequency, &ranks))
+    static char *kwlist[] = {"words", "counts", "token_bytes", "min_frequency", "ranks", "sources", "source_bytes", NULL};
+    PyObject *words, *counts, *token_bytes, *min_frequency, *ranks = Py_None, *sources = Py_None, *source_bytes = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!O!O|OOO", kwlist, &PyList_Type, &words, &PyList_Type, &counts,
+                                     &PyList_Type, &token_bytes, &min_frequency, &ranks, &sources, &source_bytes))
         return -1;
     if (s->symbols || s->table) { PyErr_SetString(PyExc_RuntimeError, "MergeLoop is initialised once"); return -1; }
     if (PyList_GET_SIZE(words) != PyList_GET_SIZE(counts)) {
@@ -546,6 +711,7 @@ static int MergeLoop_init(MergeLoop *s, PyObject *args, PyObject *kwds) {
     }
 
     s->nwords = (size_t)PyList_GET_SIZE(words);
+    if (read_sources(s, sources, source_bytes) < 0) return -1;
     size_t n = s->nwords ? s->nwords : 1;
     s->start = malloc(n * sizeof(uint64_t));
     s->len = malloc(n * sizeof(uint32_t));
@@ -579,8 +745,9 @@ static PyObject *MergeLoop_learn(MergeLoop *s, PyObject *args) {
     while (PyList_GET_SIZE(merges) < target) {
         /* between merges the state is whole: a KeyboardInterrupt leaves it usable */
         if (PyErr_CheckSignals() < 0) return NULL;
-        if (!s->heap_len) Py_RETURN_FALSE;
-        int32_t p = s->heap[0];
+        long src = s->nsources ? worst_source(s) : -1;
+        if (!heap_of(s, src)->len) Py_RETURN_FALSE;
+        int32_t p = heap_of(s, src)->items[0];
         uint32_t a = s->pairs[p].left, b = s->pairs[p].right;
         size_t na = s->tok_len[a], nb = s->tok_len[b];
         /* the new token's bytes, assembled apart from tok_bytes, which may move */
@@ -600,7 +767,7 @@ static PyObject *MergeLoop_learn(MergeLoop *s, PyObject *args) {
         if (PyList_Append(merges, pair) < 0) { Py_DECREF(pair); return NULL; }
         Py_DECREF(pair);
         if (add_token(s, scratch, na + nb, new) < 0) return NULL;
-        heap_remove(s, p);
+        heap_remove_all(s, p);
         unlink_pair(s, p);
         if (apply_merge(s, p, new) < 0) return NULL;
     }
@@ -610,7 +777,9 @@ static PyObject *MergeLoop_learn(MergeLoop *s, PyObject *args) {
 static PyObject *MergeLoop_memory(MergeLoop *s, PyObject *Py_UNUSED(ignored)) {
     size_t total = s->nwords * (sizeof(uint64_t) * 2 + sizeof(uint32_t));
     for (size_t i = 0; i < s->nwords; i++) total += s->len[i] * sizeof(uint32_t);
-    total += s->npairs_cap * sizeof(PairRec) + (s->table_mask + 1) * sizeof(int32_t) + s->heap_cap * sizeof(int32_t);
+    total += s->npairs_cap * sizeof(PairRec) + (s->table_mask + 1) * sizeof(int32_t) + s->heap.cap * sizeof(int32_t);
+    total += s->scount_cap * sizeof(count_t) + s->spos_cap * sizeof(int32_t);
+    for (size_t t = 0; t < s->nsources; t++) total += s->sheaps[t].cap * sizeof(int32_t);
     for (size_t p = 0; p < s->npairs_alloc; p++)
         if (s->pairs[p].words) total += s->pairs[p].capwords * sizeof(uint32_t);
     return PyLong_FromSize_t(total);
@@ -623,14 +792,15 @@ static PyMethodDef MergeLoop_methods[] = {
 };
 
 PyDoc_STRVAR(MergeLoop_doc,
-"MergeLoop(words, counts, token_bytes, min_frequency, ranks=None)\n\n"
+"MergeLoop(words, counts, token_bytes, min_frequency, ranks=None, sources=None, source_bytes=None)\n\n"
 "The merge loop's state over a word-count table.\n\n"
 "words: bytes or str per word (one token ID per byte or code point); counts:\n"
 "one non-negative count per word, below 2**64; token_bytes: the bytes of every\n"
 "token that exists (ID order); min_frequency: the smallest count a pair may\n"
 "have to be merged (at least 1); ranks: None for ties to the greatest byte\n"
 "pair, or one tie-break rank per token (ties to the smallest rank pair; a new\n"
-"token's rank is its ID).");
+"token's rank is its ID); sources, source_bytes: parity-aware training, each\n"
+"word's source index and each source's bytes (see bpe/training/parity_loop.py).");
 
 static PyTypeObject MergeLoopType = {
     PyVarObject_HEAD_INIT(NULL, 0)

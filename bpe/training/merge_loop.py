@@ -52,8 +52,8 @@ def _inverted(token: bytes) -> str:
     return token.decode("latin-1").translate(_INVERT) + _TERMINATOR
 
 
-class MergeLoop:
-    """The merge loop's state over a word-count table.
+class LoopState:
+    """What every merge loop holds besides its pairs: the words, the tokens and their tie-break keys.
 
     Args:
       words: one word per entry, as bytes (one token ID per byte) or as str (one
@@ -82,15 +82,30 @@ class MergeLoop:
         self.existing = set(self.token_bytes)
         self.ranks = None if ranks is None else list(ranks)
         self.keys = [self._key(i) for i in range(len(self.token_bytes))]  # ID -> its tie-break key
-        self.pairs = _count_pairs(self.words, counts, min_frequency)
-        keys = self.keys
-        self.heap = [(-entry[0], keys[ord(pair[0])] + keys[ord(pair[1])], pair) for pair, entry in self.pairs.items()]
-        heapq.heapify(self.heap)
 
     def _key(self, token: int) -> str:
         if self.ranks is None:
             return _inverted(self.token_bytes[token])
         return chr(self.ranks[token] if token < len(self.ranks) else token)
+
+    def _add_token(self, left: int, right: int) -> None:
+        """Records the token that merging ``left`` and ``right`` creates."""
+        new_bytes = self.token_bytes[left] + self.token_bytes[right]
+        self.token_bytes.append(new_bytes)
+        self.existing.add(new_bytes)
+        self.keys.append(self._key(len(self.token_bytes) - 1))
+
+
+class MergeLoop(LoopState):
+    """The merge loop's state over a word-count table (arguments: ``LoopState``'s)."""
+
+    def __init__(self, words: list, counts: Sequence[int], token_bytes: Sequence[bytes], min_frequency: int,
+                 ranks: Sequence[int] | None = None):
+        super().__init__(words, counts, token_bytes, min_frequency, ranks)
+        self.pairs = _count_pairs(self.words, counts, min_frequency)
+        keys = self.keys
+        self.heap = [(-entry[0], keys[ord(pair[0])] + keys[ord(pair[1])], pair) for pair, entry in self.pairs.items()]
+        heapq.heapify(self.heap)
 
     def learn(self, merges: list[Pair], target: int) -> bool:
         """Learns merges until ``len(merges) == target``, appending each to ``merges``.

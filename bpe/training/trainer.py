@@ -41,6 +41,8 @@ from typing import Callable, Mapping, Sequence
 from bpe.decoder import vocabulary_bytes
 from bpe.encoder import PieceEncoder
 from bpe.training.merge_loop import MergeLoop as PythonMergeLoop
+from bpe.training.parity_loop import ParityMergeLoop
+from bpe.training.sources import is_by_source, load_sources
 from bpe.pretokenize import compile_pattern
 from bpe.reference import TIE_BREAKS, check_count, hf_byte_ranks, piece_bytes
 from bpe.tokenizer import Tokenizer, check_special_tokens
@@ -85,6 +87,24 @@ def _load_table(word_counts: Mapping[bytes | str, int]) -> tuple[list[bytes], li
             totals[word] = totals.get(word, 0) + int(count)
     words = sorted(totals)
     return words, [totals[word] for word in words]
+
+
+def _load_any_table(word_counts: Mapping, min_frequency: int, weights: Mapping | None, parity: bool):
+    """(words, counts, min_frequency, sources) of a plain table or a table by source.
+
+    A table by source is weighted (``bpe.training.sources``): its counts and
+    ``min_frequency`` carry the weights' scale. ``sources`` is None, or with
+    ``parity`` (each word's source index, each source's bytes).
+    """
+    by_source = is_by_source(word_counts) or (not word_counts and (weights is not None or parity))
+    if not by_source:
+        if weights is not None or parity:
+            raise ValueError("weights and parity need a table by source: {source name: {piece: count}}")
+        return (*_load_table(word_counts), min_frequency, None)
+    table = load_sources(word_counts, weights)
+    if parity:
+        return table.words, table.counts, min_frequency * table.scale, (table.sources, table.source_bytes)
+    return (*table.summed(), min_frequency * table.scale, None)
 
 
 def check_merges(resume_from: Sequence[Pair]) -> list[Pair]:
@@ -149,12 +169,16 @@ def train_merges(
     checkpoint: Callable[[list[Pair]], None] | None = None,
     checkpoint_every: float = 30.0,
     tie_break: str = "bytes",
+    weights: Mapping[str, object] | None = None,
+    parity: bool = False,
 ) -> list[Pair]:
     """Learns byte-level BPE merges from a word-count table.
 
     Args:
       word_counts: piece -> count, as produced by pre-tokenizing a corpus. A str
-        piece is taken as its UTF-8 bytes.
+        piece is taken as its UTF-8 bytes. Or a table by source: source name ->
+        {piece: count} (``bpe.training.sources``), which ``weights`` and
+        ``parity`` need.
       num_merges: how many merges to learn at most.
       min_frequency: stop as soon as the best pair occurs fewer times than this.
       progress: show a progress bar; None shows it when stderr is a terminal.
@@ -169,10 +193,17 @@ def train_merges(
       checkpoint_every: seconds between checkpoints while merging.
       tie_break: "bytes" (ties to the greatest byte pair, the contract) or
         "hf" (HF tokenizers' order).
+      weights: source name -> weight (a decimal with up to three places; 1 where
+        not given). A weight multiplies its source's counts exactly, and
+        ``min_frequency`` applies to the weighted counts (see
+        ``bpe.training.sources``).
+      parity: parity-aware training: the worst-compressed source picks each
+        merge (``bpe.reference.train_parity``).
 
     Returns:
       The merges in learned order as (left_id, right_id); merge ``i`` creates ID
-      ``256 + i``. Identical to ``bpe.reference.train_bytes``.
+      ``256 + i``. Identical to ``bpe.reference.train_bytes`` (to
+      ``bpe.reference.train_parity`` with ``parity``).
 
     Raises:
       ValueError: a negative count, too many merges, an unknown tie-break, or a
@@ -184,7 +215,7 @@ def train_merges(
     if tie_break not in TIE_BREAKS:
         raise ValueError(f"tie_break must be one of {', '.join(TIE_BREAKS)}, not {tie_break!r}")
     merges = check_merges(resume_from)
-    words, counts = _load_table(word_counts)
+    words, counts, min_frequency, sources = _load_any_table(word_counts, min_frequency, weights, parity)
     if len(merges) >= num_merges:
         # Training only ever appends: the first num_merges of a longer run are
         # this run's result, and there is nothing left to learn.
@@ -198,7 +229,8 @@ def train_merges(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        _learn_merges(words, counts, merges, num_merges, min_frequency, tie_break, progress, checkpoint, checkpoint_every)
+        _learn_merges(words, counts, merges, num_merges, min_frequency, tie_break, progress, checkpoint,
+                      checkpoint_every, sources)
         if checkpoint is not None:
             checkpoint(list(merges))
     except KeyboardInterrupt:
@@ -233,18 +265,27 @@ def _replay(words: list, merges: list[Pair]) -> None:
         words[i] = "".join(map(chr, encoder.encode_bytes(word)))
 
 
-def _new_loop(words: list, counts: list[int], token_bytes: list[bytes], min_frequency: int, tie_break: str):
+def _new_loop(words: list, counts: list[int], token_bytes: list[bytes], min_frequency: int, tie_break: str,
+              sources: tuple[list[int], list[int]] | None = None):
     """The C merge loop if it is built and can hold the table's counts, else the Python one.
 
     The C loop keeps a word's count in 64 bits and a pair's in 128: a table whose
     largest count times its number of symbols could exceed that runs in Python,
-    which has no limit.
+    which has no limit. With ``sources`` (parity-aware training: each word's
+    source, each source's bytes) it compares bytes-per-token ratios by
+    multiplying a source's bytes with another's tokens: each source's bytes
+    must stay below 2**63.
     """
     ranks = None
     if tie_break == "hf":
         ranks = hf_byte_ranks() + list(range(256, len(token_bytes)))
     largest = max(counts, default=0)
     fits = largest < 2**64 and min_frequency < 2**63 and largest * sum(map(len, words)) < 2**126
+    if sources is not None:
+        fits = fits and max(sources[1], default=0) < 2**63
+        if _merges is not None and fits:
+            return _merges.MergeLoop(words, counts, token_bytes, min_frequency, ranks, *sources)
+        return ParityMergeLoop(words, counts, token_bytes, min_frequency, ranks, *sources)
     if _merges is not None and fits:
         return _merges.MergeLoop(words, counts, token_bytes, min_frequency, ranks)
     return PythonMergeLoop(words, counts, token_bytes, min_frequency, ranks)
@@ -260,6 +301,7 @@ def _learn_merges(
     progress: bool | None,
     checkpoint: Callable[[list[Pair]], None] | None,
     checkpoint_every: float,
+    sources: tuple[list[int], list[int]] | None = None,
 ) -> None:
     """The merge loop of ``train_merges`` over the loaded table (``words`` is consumed).
 
@@ -281,7 +323,7 @@ def _learn_merges(
     if merges:
         _replay(words, merges)
     token_bytes = vocabulary_bytes(merges)  # ID -> the bytes it spells
-    loop = _new_loop(words, counts, token_bytes, max(1, min_frequency), tie_break)
+    loop = _new_loop(words, counts, token_bytes, max(1, min_frequency), tie_break, sources)
     words.clear()  # the loop holds the words now, in its own form
 
     bar = None
@@ -323,12 +365,15 @@ def train(
     checkpoint: Callable[[list[Pair]], None] | None = None,
     checkpoint_every: float = 30.0,
     tie_break: str = "bytes",
+    weights: Mapping[str, object] | None = None,
+    parity: bool = False,
 ) -> Tokenizer:
     """Trains a byte-level BPE tokenizer from a word-count table.
 
     Args:
       word_counts: pre-token piece -> count (bytes, or str taken as UTF-8), as
-        counted with the same ``pattern``.
+        counted with the same ``pattern``; or a table by source, source name ->
+        {piece: count}, for ``weights`` and ``parity``.
       vocab_size: 256 byte tokens + merges + special tokens. Training may stop
         earlier (fewer merges) when no pair reaches ``min_frequency``.
       pattern: the pre-tokenizer: a preset name (see ``bpe.PRESETS``) or a regex.
@@ -348,6 +393,9 @@ def train(
         and min_frequency, in the same order, as long as HF never learns two
         merges that spell the same bytes (it gives both one ID; here the second
         is skipped, the duplicate-bytes rule).
+      weights: source name -> weight, exact to three decimal places (see
+        ``train_merges``); 1 where not given.
+      parity: parity-aware training (see ``train_merges``).
 
     Returns:
       A ``bpe.tokenizer.Tokenizer``.
@@ -379,6 +427,8 @@ def train(
         checkpoint=checkpoint,
         checkpoint_every=checkpoint_every,
         tie_break=tie_break,
+        weights=weights,
+        parity=parity,
     )
     clash = special_token_clash(special_tokens, vocabulary_bytes(merges))
     if clash:

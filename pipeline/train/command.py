@@ -12,7 +12,9 @@ that table -> ``OUT/tokenizer.json``, plus ``OUT/train_stats.json``
 another vocabulary size without recounting the corpus; the table must have been
 counted with ``--pattern`` (see ``_given_word_counts``). ``--resume`` skips a
 complete phase 1 and continues the merges from their checkpoint (see
-``pipeline.train.resume``).
+``pipeline.train.resume``). ``--source-weight``, ``--source-field`` and
+``--parity`` count by source and train weighted or parity-aware
+(``pipeline.train.sources``).
 
 Everything the user can get wrong is checked before the job starts and
 reported as one line (``pipeline.errors.UserError``).
@@ -43,8 +45,11 @@ from pipeline.train.resume import (
     recorded_count, resume_command,
 )
 from pipeline.runners import committed_counters, describe_runner, pipeline_options
+from pipeline.train import sources
 from pipeline.train.stats import TrainStats, summary_lines
-from pipeline.train.word_counts import WORD_COUNTS_FILE, WORD_COUNTS_SCHEMA, read_word_counts, word_count_table
+from pipeline.train.word_counts import (
+    SOURCE_COUNTS_SCHEMA, WORD_COUNTS_FILE, WORD_COUNTS_SCHEMA, read_word_counts, word_count_table,
+)
 from transforms import metrics
 from transforms.count import CountPreTokenTables
 from transforms.dead_letters import WriteDeadLetters
@@ -85,6 +90,9 @@ SETTINGS = {
     "allow_smaller_vocab": Setting("bool", False),
     # Seconds, a number; "str" because config.Setting has no float kind.
     "checkpoint_every": Setting("str", "30"),
+    "source_weight": Setting("list", []),
+    "source_field": Setting("str"),
+    "parity": Setting("bool", False),
 }
 
 
@@ -137,6 +145,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "--resume continues a run there without it")
     parser.add_argument("--checkpoint-every", metavar="SECONDS",
                         help=h("checkpoint_every", f"save the merges so far to {CHECKPOINT_FILE} this often"))
+    sources.add_arguments(parser)
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
@@ -147,6 +156,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     options = pipeline_options([*config_flags, *beam_args])
     given_table, given_id = _given_word_counts(args) if args.word_counts else (None, None)  # bad: fail now
     files = [] if args.word_counts else _match(args.input)
+    rule = sources.source_rule(args, files)  # bad source flags: fail now
     outputs.claim(output, "train", inputs=files)  # ours from here on; never the user's files
     _check_complete(args, output)
     stats = TrainStats(
@@ -158,17 +168,22 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         tie_break=args.tie_break,
         special_tokens=list(args.special_token),
         word_counts=args.word_counts or FileSystems.join(output, WORD_COUNTS_FILE),
+        parity=bool(args.parity),
+        **sources.settings(args),
     )
 
     if args.word_counts:
         print(f"beam-bpe train: training from {args.word_counts} (not reading any --input)", file=sys.stderr)
         table, table_id = given_table, given_id
     else:
-        table_id = _count_phase(args, files, output, options, stats)
+        table_id = _count_phase(args, files, output, options, stats, rule)
         outputs.fail_if_strict(args.strict, output, f"not training. Word counts so far: {stats.word_counts}")
         _check_dead_letters(stats, output)
         table = read_word_counts(stats.word_counts)
-    stats.word_count_rows = len(table)
+    if sources.training_weights(args) is not None:  # counted by source
+        sources.check_counted(args, table)
+        stats.sources = sources.source_stats(table, args)
+    stats.word_count_rows = sum(map(len, table.values())) if stats.sources is not None else len(table)
     if stats.unique_pieces is None:
         stats.unique_pieces = len(table)
 
@@ -189,7 +204,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     return 0
 
 
-def _count_phase(args: argparse.Namespace, files: list[str], output: str, options, stats: TrainStats) -> dict:
+def _count_phase(args: argparse.Namespace, files: list[str], output: str, options, stats: TrainStats,
+                 rule: sources.SourceRule | None = None) -> dict:
     """Phase 1: counts the corpus into OUT/word_counts.parquet, unless --resume finds
     that count complete. Fills ``stats``; returns the table's fingerprint."""
     marker = CountMarker(output, count_settings(args, files), file_states(files))
@@ -202,7 +218,7 @@ def _count_phase(args: argparse.Namespace, files: list[str], output: str, option
         marker.remove()
         stats.runner = describe_runner(options)
         count_started = time.monotonic()
-        counters = run_count_job(args, output, options, files=len(files))
+        counters = run_count_job(args, output, options, files=len(files), rule=rule)
         stats.seconds["count"] = round(time.monotonic() - count_started, 3)
         for name in ("documents", "bytes", "pieces", "unique_pieces"):
             setattr(stats, name, counters.get(metrics.key("count", name)))
@@ -227,6 +243,7 @@ def _given_word_counts(args: argparse.Namespace) -> tuple[dict, dict]:
     table = read_word_counts(args.word_counts)
     table_id = fingerprint(args.word_counts)
     counted = recorded_count(outputs.absolute(args.word_counts), table_id)
+    sources.check_table(args, table, args.word_counts, counted)
     if counted is None:
         if not args.trust_word_counts:
             raise UserError(
@@ -241,7 +258,7 @@ def _given_word_counts(args: argparse.Namespace) -> tuple[dict, dict]:
         )
     if args.min_word_count > 1:
         # As the count phase does: pieces seen fewer times are dropped before training.
-        table = {word: count for word, count in table.items() if count >= args.min_word_count}
+        table = sources.keep_common(table, args)
         table_id = {**table_id, "min_word_count": args.min_word_count}  # another table for --resume
     return table, table_id
 
@@ -269,6 +286,8 @@ def _merge_phase(args: argparse.Namespace, table: dict, checkpoint: Checkpoint, 
                 checkpoint=checkpoint.save,
                 checkpoint_every=args.checkpoint_every,
                 tie_break=args.tie_break,
+                weights=sources.training_weights(args),
+                parity=bool(args.parity),
             )
     except ValueError as e:  # checked up front; kept so a slip is still one line
         raise UserError(str(e)) from None
@@ -345,10 +364,11 @@ def _write_results(tokenizer: bpe.Tokenizer, output: str, stats: TrainStats, sta
 
 
 def run_count_job(args: argparse.Namespace, output: str, options,
-                  files: int | None = None) -> dict[tuple[str, str], int]:
+                  files: int | None = None, rule: sources.SourceRule | None = None) -> dict[tuple[str, str], int]:
     """Runs the counting job (phase 1) into ``output``; returns its counters ({} if the
     runner has none). ``args`` needs input, format, text_field, pattern, min_word_count,
-    no_progress and progress_every (seconds); ``files``: how many input files, for the progress."""
+    no_progress and progress_every (seconds); ``files``: how many input files, for the progress;
+    ``rule``: count by source (``pipeline.train.sources``), reading ``args.source_field``."""
     # Dead letters of a previous run would be mistaken for ours, and Beam's temporary
     # directories of a job that was stopped are never removed by Beam.
     stale = outputs.dead_letter_files(output)
@@ -358,16 +378,19 @@ def run_count_job(args: argparse.Namespace, output: str, options,
     outputs.delete(FileSystems.join(output, outputs.DEAD_LETTERS_DIR), (outputs.BEAM_TEMP_GLOB,))
 
     pipeline = runtime.new_pipeline(options)
-    read = pipeline | "ReadDocuments" >> ReadDocuments(args.input, format=args.format, text_field=args.text_field)
+    source_field = getattr(args, "source_field", None) if rule is not None else None
+    read = pipeline | "ReadDocuments" >> ReadDocuments(
+        args.input, format=args.format, text_field=args.text_field, id_field=source_field
+    )
     (
         read.documents
-        | "CountPreTokens" >> CountPreTokenTables(args.pattern, min_word_count=args.min_word_count)
+        | "CountPreTokens" >> CountPreTokenTables(args.pattern, min_word_count=args.min_word_count, sources=rule)
         | "ToArrow" >> beam.Map(word_count_table).with_output_types(pa.Table)
         # One file with exactly this name: one shard, no shard numbers in the
         # name, written by Beam's sink (temp file + rename) on any runner.
         | "WriteWordCounts" >> WriteParquetTables(
             FileSystems.join(output, WORD_COUNTS_FILE.removesuffix(".parquet")),
-            WORD_COUNTS_SCHEMA,
+            WORD_COUNTS_SCHEMA if rule is None else SOURCE_COUNTS_SCHEMA,
             file_name_suffix=".parquet",
             num_shards=1,
             shard_name_template="",

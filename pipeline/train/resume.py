@@ -26,6 +26,7 @@ from apache_beam.io.filesystems import FileSystems
 from bpe.training.trainer import check_merges
 from pipeline import outputs
 from pipeline.errors import UserError
+from pipeline.train import sources
 from pipeline.train.stats import COUNTED, TrainStats
 from pipeline.train.word_counts import num_rows
 
@@ -63,6 +64,8 @@ def count_settings(args: argparse.Namespace, files: list[str]) -> dict:
         "text_field": args.text_field,
         "pattern": args.pattern,
         "min_word_count": args.min_word_count,
+        # The sources decide the table's rows, and with --min-word-count (weighted) which pieces stay.
+        **sources.settings(args),
     }
 
 
@@ -193,6 +196,8 @@ class CountMarker:
 
 
 def _show(value) -> str:
+    if value is None:
+        return "none"
     return " ".join(value) if isinstance(value, list) else str(value)
 
 
@@ -216,6 +221,8 @@ class Checkpoint:
             "min_frequency": args.min_frequency,
             "pattern": args.pattern,
             "tie_break": args.tie_break,
+            "parity": bool(args.parity),
+            **sources.settings(args),
         }
         self.wanted = {"vocab_size": args.vocab_size, "special_tokens": list(args.special_token)}
         self.saved = 0  # how many merges the file on disk holds
@@ -233,6 +240,8 @@ class Checkpoint:
             print(f"beam-bpe train: no checkpoint in {self.path}; starting the merges from zero", file=sys.stderr)
             return []
         data.setdefault("tie_break", "bytes")  # checkpoints of versions before --tie-break
+        for key, value in (("parity", False), ("source_field", None), ("source_weight", None)):
+            data.setdefault(key, value)  # and before sources
         for key, value in self.settings.items():
             if data.get(key) != value:
                 what = "another word-count table" if key == "word_counts" else (

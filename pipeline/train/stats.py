@@ -8,6 +8,7 @@ import json
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline import outputs
+from pipeline.train.sources import summary_lines as source_lines
 
 # What the count phase measured: kept in its completion marker, so that a
 # resumed run reports the same numbers without counting again.
@@ -26,13 +27,17 @@ class TrainStats:
       documents, bytes, pieces: read and pre-tokenized by the count job
         (its counters; None if the runner reports none).
       dead_letters: input records that could not be read (from the files).
-      unique_pieces: distinct pieces counted (or the table's rows).
+      unique_pieces: distinct pieces counted (or the table's rows); counted by
+        source, distinct (source, piece) rows.
       word_counts: the word-count table trained from.
       seconds: time per phase ("count", "train") and in "total".
       word_count_rows: rows of the table trained from (after --min-word-count).
       resumed_from_merges: merges taken from a checkpoint.
       merges, vocab_size: what was learned.
       requested_vocab_size: --vocab-size.
+      parity, source_field, source_weight: the source settings (``pipeline.train.sources``).
+      sources: per source, its weight and its bytes, pieces and unique pieces in the
+        table trained from, before and after weighting (None without sources).
     """
 
     inputs: list[str]
@@ -55,6 +60,10 @@ class TrainStats:
     merges: int | None = None
     vocab_size: int | None = None
     requested_vocab_size: int | None = None
+    parity: bool = False
+    source_field: str | None = None
+    source_weight: list[str] | None = None
+    sources: dict[str, dict] | None = None
 
     def counted(self) -> dict:
         """The count phase's numbers, for its completion marker."""
@@ -86,6 +95,11 @@ def summary_lines(stats: TrainStats, tokenizer_path: str, stats_path: str, outpu
     if stats.merges < merges_wanted:
         early = f" (stopped early: no pair occurs {stats.min_frequency}+ times)"
     resumed = f" (resumed after {stats.resumed_from_merges:,} merges)" if stats.resumed_from_merges else ""
+    if stats.sources is not None:
+        how = "parity-aware training over " if stats.parity else ""
+        lines.append(f"beam-bpe train: {how}{len(stats.sources):,} sources (bytes and pieces in the table, "
+                     "then weighted):")
+        lines += source_lines(stats.sources)
     lines += [
         f"beam-bpe train: learned {stats.merges:,} merges from {stats.word_count_rows:,} pieces "
         f"-> vocab size {stats.vocab_size:,} in {seconds['train']:.1f} s{resumed}{early}",

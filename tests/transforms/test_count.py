@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transforms import metrics
-from transforms.count import CountPreTokenTables, _CountBatchFn, _MergeCountsFn, count_pieces
+from transforms.count import REST, CountPreTokenTables, SourceRule, _CountBatchFn, _MergeCountsFn, count_pieces
 from transforms.read import Document, ReadDocuments
 from tests.support.toy_tokenizers import plain_count
 
@@ -173,3 +173,46 @@ def test_a_count_worker_gives_gigatoken_one_thread_unless_told_otherwise(given, 
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert f"Using {threads} threads for pretokenization" in proc.stderr
+
+
+SOURCED = [
+    Document("/data/en/a.jsonl", 1, b"hello world hello", "en"),
+    Document("/data/en/a.jsonl", 2, b"hello there", "en"),
+    Document("/data/de/b.jsonl", 1, b"hallo welt hello", "de"),
+    Document("/data/x.jsonl", 1, b"hello hello hello", None),
+]
+
+
+@pytest.mark.parametrize("rule", [
+    SourceRule(by_field=True),
+    SourceRule(files={"/data/en/a.jsonl": "en", "/data/de/b.jsonl": "de"}),
+])
+@pytest.mark.parametrize("num_partitions", [1, 3])
+def test_counts_by_source_are_the_plain_count_of_each_source(rule, num_partitions):
+    expected = {}
+    for source, docs in {"en": SOURCED[:2], "de": SOURCED[2:3], REST: SOURCED[3:]}.items():
+        for piece, count in count_pieces([d.data for d in docs]).items():
+            expected[(source, piece)] = count
+    with TestPipeline() as p:
+        rows = (
+            p | beam.Create(SOURCED)
+            | CountPreTokenTables(batch_bytes=20, num_partitions=num_partitions, sources=rule)
+            | beam.FlatMap(dict.items)
+        )
+        assert_that(rows, equal_to(sorted(expected.items())))
+
+
+def test_min_word_count_by_source_keeps_the_weighted_total_over_all_sources():
+    # " hello": en 1 at weight 0.5 + de 1 + rest 2 = 3.5, kept; "hello": en 2 at 0.5 + rest 1 = 2, kept;
+    # " world": en 1 at 0.5, dropped; " there" likewise; "hallo" and " welt": de 1, dropped.
+    rule = SourceRule(by_field=True, weights={"en": 500})
+    with TestPipeline() as p:
+        rows = (
+            p | beam.Create(SOURCED)
+            | CountPreTokenTables(min_word_count=2, sources=rule)
+            | beam.FlatMap(dict.items)
+        )
+        assert_that(rows, equal_to(sorted([
+            (("en", b" hello"), 1), (("de", b" hello"), 1), ((REST, b" hello"), 2),
+            (("en", b"hello"), 2), ((REST, b"hello"), 1),
+        ])))
