@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numbers
 from collections import Counter
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 Pair = tuple[int, int]
 
@@ -260,3 +260,59 @@ def encode_bytes(data: bytes | str, merges: Sequence[Pair] | Mapping[Pair, int])
         last_rank = min(later)
         ids = merge_pair(ids, pairs[last_rank], new_ids[last_rank])
     return ids
+
+
+def extend_bytes(
+    word_counts: Mapping[bytes | str, int],
+    encode: Callable[[bytes], Sequence[int]],
+    token_bytes: Sequence[bytes],
+    num_merges: int,
+    min_frequency: int = 2,
+) -> list[Pair]:
+    """Learns merges on top of an existing tokenizer, recounting all pairs before every merge.
+
+    The same loop as ``train_bytes``, started from the existing tokenizer's
+    encoding of each piece instead of its bytes: this defines ``train --extend``.
+
+    Args:
+      word_counts: piece -> count, counted with the existing tokenizer's pre-tokenizer.
+      encode: the existing tokenizer's encoding of one piece (bytes -> IDs).
+      token_bytes: the bytes of every existing ID (b"" for an ID that spells no
+        ordinary bytes: a gap, or a special token whose text no ordinary token may
+        spell, which then stands here as that text's bytes).
+      num_merges: how many merges to learn at most.
+      min_frequency: stop as soon as the best pair occurs fewer times than this.
+
+    Returns:
+      The new merges in learned order as (left_id, right_id); merge ``i``
+      creates ID ``len(token_bytes) + i``. Ties go to the greatest
+      (left_bytes, right_bytes); a pair spelling the bytes of any existing
+      token is never chosen (the duplicate-bytes rule of the module doc).
+    """
+    totals: Counter = Counter()
+    for word, count in word_counts.items():
+        check_count(word, count)
+        totals[piece_bytes(word)] += count
+    words = [(list(encode(word)), count) for word, count in totals.items() if count > 0]
+
+    token_bytes = list(token_bytes)
+    merges: list[Pair] = []
+    while len(merges) < num_merges:
+        pair_counts: Counter = Counter()
+        for ids, count in words:
+            for pair in zip(ids, ids[1:]):
+                pair_counts[pair] += count
+        existing = set(token_bytes)
+        candidates = [
+            pair for pair in pair_counts if token_bytes[pair[0]] + token_bytes[pair[1]] not in existing
+        ]
+        if not candidates:
+            break
+        best = max(candidates, key=lambda pair: (pair_counts[pair], token_bytes[pair[0]], token_bytes[pair[1]]))
+        if pair_counts[best] < min_frequency:
+            break
+        new_id = len(token_bytes)
+        merges.append(best)
+        token_bytes.append(token_bytes[best[0]] + token_bytes[best[1]])
+        words = [(merge_pair(ids, best, new_id), count) for ids, count in words]
+    return merges
