@@ -212,6 +212,10 @@ def extended_tokenizer(base: Tokenizer, merges: Sequence[Pair]) -> Tokenizer:
         names[first_id + i] = name
         model["vocab"][name] = first_id + i
         model["merges"].append(f"{names[left]} {names[right]}" if strings else [names[left], names[right]])
+    # Hugging Face numbers an added token the vocab does not hold from the vocab's size on:
+    # with new tokens after them, the vocab must hold every added and special token.
+    for text, token_id in {**base.added_tokens, **base.special_tokens}.items():
+        model["vocab"].setdefault(text, token_id)
     extended = Tokenizer.from_json(json.dumps(spec, ensure_ascii=False, indent=1))
     if model.get("ignore_merges"):
         _check_whole_tokens(base, merges, first_id, token_bytes)
