@@ -32,7 +32,12 @@ class TrainStats:
       word_count_rows: rows of the table trained from (after --min-word-count).
       resumed_from_merges: merges taken from a checkpoint.
       merges, vocab_size: what was learned.
-      requested_vocab_size: --vocab-size.
+      requested_vocab_size: --vocab-size (with --extend: the base's + --new-tokens).
+      extend: the --extend tokenizer (None for training from scratch).
+      base_vocab_size: its vocab size; ``merges`` are then the new ones.
+      tokens_before, tokens_after: the tokens the counted pieces take with the base
+        and with the extension.
+      rank_file: the extension's tiktoken rank file, or why it is not written (a rank-file base only).
     """
 
     inputs: list[str]
@@ -55,6 +60,11 @@ class TrainStats:
     merges: int | None = None
     vocab_size: int | None = None
     requested_vocab_size: int | None = None
+    extend: str | None = None
+    base_vocab_size: int | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    rank_file: str | None = None
 
     def counted(self) -> dict:
         """The count phase's numbers, for its completion marker."""
@@ -81,7 +91,10 @@ def summary_lines(stats: TrainStats, tokenizer_path: str, stats_path: str, outpu
             f"beam-bpe train: counted {documents} documents ({outputs.size(stats.bytes)}, {stats.files:,} files) "
             f"-> {stats.unique_pieces:,} unique pieces in {seconds['count']:.1f} s on {stats.runner}"
         )
-    merges_wanted = stats.requested_vocab_size - 256 - len(stats.special_tokens)
+    if stats.extend is not None:
+        merges_wanted = stats.requested_vocab_size - stats.base_vocab_size
+    else:
+        merges_wanted = stats.requested_vocab_size - 256 - len(stats.special_tokens)
     early = ""
     if stats.merges < merges_wanted:
         early = f" (stopped early: no pair occurs {stats.min_frequency}+ times)"
