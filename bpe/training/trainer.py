@@ -187,7 +187,8 @@ def train_merges(
     words, counts = _load_table(word_counts)
     if merges and len(merges) < num_merges:
         _replay(words, merges)
-    return _run_loop(words, counts, vocabulary_bytes(merges), merges, num_merges, min_frequency, tie_break,
+    token_bytes = vocabulary_bytes(merges)
+    return _run_loop(lambda: _new_loop(words, counts, token_bytes, min_frequency, tie_break), merges, num_merges,
                      progress, checkpoint, checkpoint_every)
 
 
@@ -233,25 +234,21 @@ def extend_merges(
     token_bytes = extension.spelled_bytes(base)
     for left, right in merges:
         token_bytes.append(token_bytes[left] + token_bytes[right])
-    return _run_loop(words, list(table.counts), token_bytes, merges, num_merges, min_frequency, "bytes",
-                     progress, checkpoint, checkpoint_every)
+    return _run_loop(lambda: _new_loop(words, list(table.counts), token_bytes, min_frequency, "bytes"), merges,
+                     num_merges, progress, checkpoint, checkpoint_every)
 
 
 def _run_loop(
-    words: list,
-    counts: list[int],
-    token_bytes: list[bytes],
+    new_loop: Callable[[], object],
     merges: list[Pair],
     num_merges: int,
-    min_frequency: int,
-    tie_break: str,
     progress: bool | None,
     checkpoint: Callable[[list[Pair]], None] | None,
     checkpoint_every: float,
 ) -> list[Pair]:
-    """Runs the merge loop over ``words`` (with ``merges`` replayed on them already, and
-    ``token_bytes`` the bytes of every ID that exists) until ``num_merges``; returns
-    ``merges``, appended to. Checkpoints as ``train_merges`` says."""
+    """Runs the merge loop ``new_loop()`` makes (over words with ``merges`` replayed on them
+    already, and the bytes of every ID that exists) until ``num_merges``; returns ``merges``,
+    appended to. Checkpoints as ``train_merges`` says."""
     if len(merges) >= num_merges:
         # Training only ever appends: the first num_merges of a longer run are
         # this run's result, and there is nothing left to learn.
@@ -265,8 +262,7 @@ def _run_loop(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        _learn_merges(words, counts, token_bytes, merges, num_merges, min_frequency, tie_break, progress,
-                      checkpoint, checkpoint_every)
+        _learn_merges(new_loop(), merges, num_merges, progress, checkpoint, checkpoint_every)
         if checkpoint is not None:
             checkpoint(list(merges))
     except KeyboardInterrupt:
@@ -302,7 +298,8 @@ def _replay(words: list, merges: list[Pair]) -> None:
 
 
 def _new_loop(words: list, counts: list[int], token_bytes: list[bytes], min_frequency: int, tie_break: str):
-    """The C merge loop if it is built and can hold the table's counts, else the Python one.
+    """The C merge loop if it is built and can hold the table's counts, else the Python one
+    (``words`` is consumed: the loop holds them in its own form).
 
     The C loop keeps a word's count in 64 bits and a pair's in 128: a table whose
     largest count times its number of symbols could exceed that runs in Python,
@@ -311,27 +308,27 @@ def _new_loop(words: list, counts: list[int], token_bytes: list[bytes], min_freq
     ranks = None
     if tie_break == "hf":
         ranks = hf_byte_ranks() + list(range(256, len(token_bytes)))
+    min_frequency = max(1, min_frequency)
     largest = max(counts, default=0)
     fits = largest < 2**64 and min_frequency < 2**63 and largest * sum(map(len, words)) < 2**126
     if _merges is not None and fits:
-        return _merges.MergeLoop(words, counts, token_bytes, min_frequency, ranks)
-    return PythonMergeLoop(words, counts, token_bytes, min_frequency, ranks)
+        loop = _merges.MergeLoop(words, counts, token_bytes, min_frequency, ranks)
+    else:
+        loop = PythonMergeLoop(words, counts, token_bytes, min_frequency, ranks)
+    words.clear()
+    return loop
 
 
 def _learn_merges(
-    words: list,
-    counts: list[int],
-    token_bytes: list[bytes],
+    loop,
     merges: list[Pair],
     num_merges: int,
-    min_frequency: int,
-    tie_break: str,
     progress: bool | None,
     checkpoint: Callable[[list[Pair]], None] | None,
     checkpoint_every: float,
 ) -> None:
-    """The merge loop of ``train_merges`` over the loaded table (``words`` is consumed), with
-    the merges of a checkpoint replayed on it and ``token_bytes`` the bytes of every ID.
+    """Drives the merge loop of ``train_merges``, made over the loaded table with the merges of
+    a checkpoint replayed on it and the bytes of every ID.
 
     Appends to ``merges``, which may start with the merges of a checkpoint.
     Resuming gives the same merges as an uninterrupted run because the loop's
@@ -348,9 +345,6 @@ def _learn_merges(
     (both its tokens exist), so it is dropped again; a duplicate spelling stays
     a duplicate and is dropped again when it surfaces.
     """
-    loop = _new_loop(words, counts, token_bytes, max(1, min_frequency), tie_break)
-    words.clear()  # the loop holds the words now, in its own form
-
     bar = None
     if _show_progress(progress):
         from tqdm import tqdm  # only for a terminal
