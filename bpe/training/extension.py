@@ -34,11 +34,12 @@ as a rank file where tiktoken's own rule gives the same IDs, proven by
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import operator
 from typing import Mapping, Sequence
 
-from bpe.engines.rank_proof import rank_file_mismatch
+from bpe.engines.rank_proof import rank_mismatch
 from bpe.reference import check_count, piece_bytes
 from bpe.tokenizer import Tokenizer
 from bpe.tokenizer_file import byte_to_char, tiktoken_file, token_bytes_of
@@ -245,9 +246,11 @@ def rank_file(base: Tokenizer, merges: Sequence[Pair]) -> tuple[str | None, str]
     """(the extension as a tiktoken rank file, "") when tiktoken's rule on it gives the
     extension's IDs, else (None, why not). For a rank-file base only.
 
-    Proof: ``rank_file_mismatch`` of the extended ranks finds that tiktoken's rule
-    equals replaying the merges each token is built from (derived from the
-    ranks), and those merges are the base's own followed by exactly the new ones.
+    Proof, as ``bpe.engines.rank_proof.rank_file_mismatch`` makes it: the merges
+    derived from the extended ranks (the two parts tiktoken ends each token's bytes
+    as, with the lower ranks only) must be the base's own followed by exactly the
+    new ones, and ``rank_mismatch`` must find no text on which replaying them pair
+    by pair differs from tiktoken's rule.
     """
     if base.kind != "tiktoken":
         return None, "the base is not a rank file"
@@ -255,13 +258,27 @@ def rank_file(base: Tokenizer, merges: Sequence[Pair]) -> tuple[str | None, str]
     first_id = base.vocab_size
     for i, (left, right) in enumerate(merges):
         tokens[first_id + i] = tokens[left] + tokens[right]
-    mismatch = rank_file_mismatch(tokens)
-    if mismatch:
-        return None, f"tiktoken's rule would give other IDs: {mismatch}"
     ranks = {data: token_id for token_id, data in tokens.items()}
-    derived = tiktoken_file.derive_merges(ranks)
-    if derived[len(derived) - len(merges):] != [tuple(pair) for pair in merges]:
-        first = next(i for i, (a, b) in enumerate(zip(derived[len(derived) - len(merges):], merges)) if a != tuple(b))
+    try:
+        derived = tiktoken_file.derive_merges(ranks)
+    except ValueError as e:
+        return None, f"tiktoken's rule would give other IDs: {e}"
+    new = [tuple(pair) for pair in merges]
+    if derived[len(derived) - len(new):] != new:
+        first = next(i for i, (a, b) in enumerate(zip(derived[len(derived) - len(new):], new)) if a != b)
         return None, (f"tiktoken's rule would build new token {first_id + first} from other parts than "
                       f"the merge it was learned as")
+    # Renumbered into our contract (byte b is ID b, longer tokens 256, 257, ... in rank order).
+    ours = {token_id: data[0] for token_id, data in tokens.items() if len(data) == 1}
+    ours.update((token_id, 256 + i) for i, token_id in enumerate(sorted(t for t, d in tokens.items() if len(d) > 1)))
+    mismatch = rank_mismatch(_Merges([(ours[left], ours[right]) for left, right in derived]))
+    if mismatch:
+        return None, f"tiktoken's rule would give other IDs: {mismatch}"
     return tiktoken_file.render(ranks), ""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Merges:
+    """A merge list in our contract: what ``rank_mismatch`` reads of a tokenizer."""
+
+    merges: list[Pair]
