@@ -50,23 +50,31 @@ def command_seconds(argv: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def end_to_end(docs: list[str], new_tokens: int) -> None:
-    """Both as the command, counting included."""
+def end_to_end(docs: list[str], new_tokens: int, repeat: int) -> None:
+    """Both as the command, counting included, ``repeat`` times in alternating order."""
     with tempfile.TemporaryDirectory() as scratch:
         corpus = os.path.join(scratch, "corpus.jsonl")
         with open(corpus, "w", encoding="utf-8") as f:
             for doc in docs:
                 f.write(json.dumps({"text": doc}) + "\n")
-        common = ["--input", corpus, "--format", "jsonl"]
-        scratch_s = command_seconds([*common, "--pattern", "cl100k", "--vocab-size", str(256 + new_tokens),
-                                     "--output", os.path.join(scratch, "scratch")])
-        extend_s = command_seconds([*common, "--extend", cl100k_path(), "--tokenizer-preset", "cl100k_base",
-                                    "--new-tokens", str(new_tokens), "--output", os.path.join(scratch, "extended")])
-        with open(os.path.join(scratch, "extended", "train_stats.json"), encoding="utf-8") as f:
-            stats = json.load(f)
-    print(f"end to end, beam-bpe train, 2 workers: scratch {scratch_s:.2f} s, extension {extend_s:.2f} s "
-          f"(count {stats['seconds']['count']:.2f} s, merges and files {stats['seconds']['train']:.2f} s): "
-          f"{extend_s / scratch_s:.2f}x; rank file: {stats['rank_file']}")
+        common = ["--input", corpus, "--format", "jsonl", "--overwrite"]
+        runs = {
+            "scratch": [*common, "--pattern", "cl100k", "--vocab-size", str(256 + new_tokens)],
+            "extension": [*common, "--extend", cl100k_path(), "--tokenizer-preset", "cl100k_base",
+                          "--new-tokens", str(new_tokens)],
+        }
+        for round_ in range(repeat):
+            order = list(runs) if round_ % 2 == 0 else list(reversed(runs))
+            seconds = {name: command_seconds([*runs[name], "--output", os.path.join(scratch, name)])
+                       for name in order}
+            stats = {}
+            for name in runs:
+                with open(os.path.join(scratch, name, "train_stats.json"), encoding="utf-8") as f:
+                    stats[name] = json.load(f)["seconds"]
+            print(f"end to end ({' then '.join(order)}), beam-bpe train, 2 workers: "
+                  + ", ".join(f"{name} {seconds[name]:.2f} s (count {stats[name]['count']:.2f} s, merges and "
+                              f"files {stats[name]['train']:.2f} s)" for name in runs)
+                  + f": {seconds['extension'] / seconds['scratch']:.2f}x")
 
 
 def main() -> None:
@@ -74,10 +82,15 @@ def main() -> None:
     parser.add_argument("--mb", type=int, default=50)
     parser.add_argument("--new-tokens", type=int, default=32000)
     parser.add_argument("--e2e", action="store_true", help="also time both as beam-bpe train, counting included")
+    parser.add_argument("--e2e-only", action="store_true", help="only the --e2e part")
+    parser.add_argument("--repeat", type=int, default=1, help="--e2e rounds, in alternating order")
     args = parser.parse_args()
 
-    started = time.perf_counter()
     docs = corpus_text(args.mb << 20)
+    if args.e2e_only:
+        end_to_end(docs, args.new_tokens, args.repeat)
+        return
+    started = time.perf_counter()
     table = word_counts(docs, pattern="cl100k")
     print(f"corpus {sum(map(len, docs)) / 1e6:.1f} M characters, {len(table):,} unique pieces "
           f"(counted in {time.perf_counter() - started:.1f} s, not timed below)")
@@ -102,7 +115,7 @@ def main() -> None:
           f"vocab {extended.vocab_size:,}; the pieces take {after:,} tokens instead of {counted.tokens:,} "
           f"({(after - counted.tokens) / counted.tokens * 100:+.1f}%)")
     if args.e2e:
-        end_to_end(docs, args.new_tokens)
+        end_to_end(docs, args.new_tokens, args.repeat)
 
 
 if __name__ == "__main__":
