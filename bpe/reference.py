@@ -10,7 +10,8 @@ Two flavours:
   character-level BPE of Sennrich et al., with an end-of-word marker symbol.
 * Symbols are token IDs over bytes (``train_bytes`` / ``encode_bytes``): the
   byte-level BPE of the project contract. IDs 0..255 are the single bytes and
-  merge ``i`` creates ID ``256 + i``.
+  merge ``i`` creates ID ``256 + i``. ``extend_bytes`` learns merges the same
+  way on top of an existing tokenizer, from its encoding of each piece.
 
 Tie-break and the duplicate-bytes rule (contract for byte-level training):
 
@@ -47,7 +48,7 @@ from __future__ import annotations
 import numbers
 from collections import Counter
 from fractions import Fraction
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 Pair = tuple[int, int]
 
@@ -211,36 +212,26 @@ def train_bytes(
     def hf_rank(token: int) -> int:
         return byte_ranks[token] if token < 256 else token
 
+    def by_hf_ids(pair: Pair, token_bytes: list[bytes]) -> tuple:
+        return -hf_rank(pair[0]), -hf_rank(pair[1])
+
+    words = [(list(word), count) for word, count in _piece_totals(word_counts).items()]
+    order = by_hf_ids if tie_break == "hf" else _by_bytes
+    return _recount_and_merge(words, [bytes([b]) for b in range(256)], num_merges, min_frequency, order)
+
+
+def _piece_totals(word_counts: Mapping[bytes | str, int]) -> Counter:
+    """piece bytes -> total count, for the pieces that occur (counts checked)."""
     totals: Counter = Counter()
     for word, count in word_counts.items():
         check_count(word, count)
         totals[piece_bytes(word)] += count
-    words = [(list(word), count) for word, count in totals.items() if count > 0]
+    return Counter({word: count for word, count in totals.items() if count > 0})
 
-    token_bytes = [bytes([b]) for b in range(256)]  # ID -> the bytes it spells
-    merges: list[Pair] = []
-    while len(merges) < num_merges:
-        pair_counts: Counter = Counter()
-        for ids, count in words:
-            for pair in zip(ids, ids[1:]):
-                pair_counts[pair] += count
-        existing = set(token_bytes)
-        candidates = [
-            pair for pair in pair_counts if token_bytes[pair[0]] + token_bytes[pair[1]] not in existing
-        ]
-        if not candidates:
-            break
-        if tie_break == "hf":
-            best = max(candidates, key=lambda pair: (pair_counts[pair], -hf_rank(pair[0]), -hf_rank(pair[1])))
-        else:
-            best = max(candidates, key=lambda pair: (pair_counts[pair], token_bytes[pair[0]], token_bytes[pair[1]]))
-        if pair_counts[best] < min_frequency:
-            break
-        new_id = 256 + len(merges)
-        merges.append(best)
-        token_bytes.append(token_bytes[best[0]] + token_bytes[best[1]])
-        words = [(merge_pair(ids, best, new_id), count) for ids, count in words]
-    return merges
+
+def _by_bytes(pair: Pair, token_bytes: list[bytes]) -> tuple[bytes, bytes]:
+    """The contract's tie-break: the greater (left_bytes, right_bytes) wins."""
+    return token_bytes[pair[0]], token_bytes[pair[1]]
 
 
 def encode_bytes(data: bytes | str, merges: Sequence[Pair] | Mapping[Pair, int]) -> list[int]:
@@ -349,4 +340,62 @@ def train_parity(
         merges.append(best)
         token_bytes.append(token_bytes[best[0]] + token_bytes[best[1]])
         words = [(s, merge_pair(ids, best, new_id), count) for s, ids, count in words]
+    return merges
+
+
+def extend_bytes(
+    word_counts: Mapping[bytes | str, int],
+    encode: Callable[[bytes], Sequence[int]],
+    token_bytes: Sequence[bytes],
+    num_merges: int,
+    min_frequency: int = 2,
+) -> list[Pair]:
+    """Learns merges on top of an existing tokenizer, recounting all pairs before every merge.
+
+    The same loop as ``train_bytes``, started from the existing tokenizer's
+    encoding of each piece instead of its bytes: this defines ``train --extend``.
+
+    Args:
+      word_counts: piece -> count, counted with the existing tokenizer's pre-tokenizer.
+      encode: the existing tokenizer's encoding of one piece (bytes -> IDs).
+      token_bytes: the bytes of every existing ID (b"" for an ID that spells no
+        ordinary bytes: a gap, or a special token whose text no ordinary token may
+        spell, which then stands here as that text's bytes).
+      num_merges: how many merges to learn at most.
+      min_frequency: stop as soon as the best pair occurs fewer times than this.
+
+    Returns:
+      The new merges in learned order as (left_id, right_id); merge ``i``
+      creates ID ``len(token_bytes) + i``. Ties go to the greatest
+      (left_bytes, right_bytes); a pair spelling the bytes of any existing
+      token is never chosen (the duplicate-bytes rule of the module doc).
+    """
+    words = [(list(encode(word)), count) for word, count in _piece_totals(word_counts).items()]
+    return _recount_and_merge(words, list(token_bytes), num_merges, min_frequency, _by_bytes)
+
+
+def _recount_and_merge(words: list, token_bytes: list[bytes], num_merges: int, min_frequency: int, order) -> list[Pair]:
+    """The loop of ``train_bytes`` and ``extend_bytes``: recount every pair of ``words`` ((IDs,
+    count) each), take the one with the highest count (ties: the greatest ``order(pair,
+    token_bytes)``) whose bytes no token spells, merge it everywhere; new IDs from
+    ``len(token_bytes)`` on (``token_bytes`` grows)."""
+    merges: list[Pair] = []
+    while len(merges) < num_merges:
+        pair_counts: Counter = Counter()
+        for ids, count in words:
+            for pair in zip(ids, ids[1:]):
+                pair_counts[pair] += count
+        existing = set(token_bytes)
+        candidates = [
+            pair for pair in pair_counts if token_bytes[pair[0]] + token_bytes[pair[1]] not in existing
+        ]
+        if not candidates:
+            break
+        best = max(candidates, key=lambda pair: (pair_counts[pair], *order(pair, token_bytes)))
+        if pair_counts[best] < min_frequency:
+            break
+        new_id = len(token_bytes)
+        merges.append(best)
+        token_bytes.append(token_bytes[best[0]] + token_bytes[best[1]])
+        words = [(merge_pair(ids, best, new_id), count) for ids, count in words]
     return merges

@@ -210,10 +210,17 @@ class Tokenizer:
         """The text as the pre-tokenizer sees it: NFC when the tokenizer normalizes, else as it is."""
         return text if self._normalize is None else self._normalize(text)
 
-    def _split_out(self, text: str, tokens: Mapping[str, int]) -> list[str | int]:
+    def ordinary_runs(self, text: str) -> list[str]:
+        """The runs of ordinary text the pre-tokenizer splits: normalized, between the added
+        tokens matched (special-token strings are ordinary text); non-empty."""
+        return [run for run in self._split_out(text, self.added_tokens, lambda run: [run]) if type(run) is str and run]
+
+    def _split_out(self, text: str, tokens: Mapping[str, int], split=None) -> list[str | int]:
         """Pieces of ordinary text and IDs of the ``tokens`` matched, in Hugging Face's
         order (see the module): tokens not marked normalized in the text as given,
-        then the normalized ones in the normalized rest."""
+        then the normalized ones in the normalized rest. ``split``: the pre-tokenizer's
+        split unless given."""
+        split = split or self.pre_tokenizer.split
         as_given = {t: i for t, i in tokens.items() if t not in self._normalized_tokens}
         normalized = {self.normalize(t): i for t, i in tokens.items() if t in self._normalized_tokens}
         pieces: list[str | int] = []
@@ -225,7 +232,7 @@ class Tokenizer:
                 if type(rest) is int:
                     pieces.append(rest)
                 else:
-                    pieces += self.pre_tokenizer.split(rest)
+                    pieces += split(rest)
         return pieces
 
     def with_bos_eos(self, ids: list[int], bos: bool = False, eos: bool = False) -> list[int]:

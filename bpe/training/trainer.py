@@ -43,10 +43,11 @@ from bpe.encoder import PieceEncoder
 from bpe.training.merge_loop import MergeLoop as PythonMergeLoop
 from bpe.training.parity_loop import ParityMergeLoop
 from bpe.training.sources import is_by_source, load_sources
-from bpe.pretokenize import compile_pattern
+from bpe.pretokenize import compile_pattern, resolve_pattern
 from bpe.reference import TIE_BREAKS, check_count, hf_byte_ranks, piece_bytes
 from bpe.tokenizer import Tokenizer, check_special_tokens
 from bpe.tokenizer_file.render import special_token_clash
+from bpe.training import extension
 
 if os.environ.get("BEAM_BPE_PURE_PYTHON") == "1":
     _merges = None
@@ -216,6 +217,70 @@ def train_merges(
         raise ValueError(f"tie_break must be one of {', '.join(TIE_BREAKS)}, not {tie_break!r}")
     merges = check_merges(resume_from)
     words, counts, min_frequency, sources = _load_any_table(word_counts, min_frequency, weights, parity)
+    if merges and len(merges) < num_merges:
+        _replay(words, merges)
+    token_bytes = vocabulary_bytes(merges)
+    return _run_loop(lambda: _new_loop(words, counts, token_bytes, min_frequency, tie_break, sources), merges,
+                     num_merges, progress, checkpoint, checkpoint_every)
+
+
+def extend_merges(
+    table: extension.BaseTable,
+    base: Tokenizer,
+    num_merges: int,
+    min_frequency: int = 2,
+    progress: bool | None = None,
+    resume_from: Sequence[Pair] = (),
+    checkpoint: Callable[[list[Pair]], None] | None = None,
+    checkpoint_every: float = 30.0,
+) -> list[Pair]:
+    """Learns new merges on top of an existing tokenizer (see ``bpe.training.extension``).
+
+    The merge loop of ``train_merges``, started from the base's encoding of each
+    piece (``table``) with every base token's bytes taken: identical to
+    ``bpe.reference.extend_bytes``. ``resume_from``, ``checkpoint`` and
+    ``checkpoint_every`` work as in ``train_merges``, with new merges.
+
+    Args:
+      table: the word-count table as ``base`` encodes it.
+      base: the tokenizer being extended.
+      num_merges: how many new merges to learn at most.
+      min_frequency: stop as soon as the best pair occurs fewer times than this.
+      progress: show a progress bar; None shows it when stderr is a terminal.
+
+    Returns:
+      The new merges in learned order as (left_id, right_id); merge ``i`` creates
+      ID ``base.vocab_size + i``.
+
+    Raises:
+      ValueError: too many merges, or a ``resume_from`` no extension of ``base`` can produce.
+    """
+    first_id = base.vocab_size
+    if first_id + num_merges - 1 > MAX_TOKEN_ID:
+        raise ValueError(f"{num_merges} new tokens after ID {first_id - 1} is too many: token IDs are limited to "
+                         f"{MAX_TOKEN_ID}")
+    merges = extension.check_extension_merges(base, resume_from)
+    words = list(table.words)
+    if merges and len(merges) < num_merges:
+        extension.replay(words, merges, first_id)
+    token_bytes = extension.spelled_bytes(base)
+    for left, right in merges:
+        token_bytes.append(token_bytes[left] + token_bytes[right])
+    return _run_loop(lambda: _new_loop(words, list(table.counts), token_bytes, min_frequency, "bytes"), merges,
+                     num_merges, progress, checkpoint, checkpoint_every)
+
+
+def _run_loop(
+    new_loop: Callable[[], object],
+    merges: list[Pair],
+    num_merges: int,
+    progress: bool | None,
+    checkpoint: Callable[[list[Pair]], None] | None,
+    checkpoint_every: float,
+) -> list[Pair]:
+    """Runs the merge loop ``new_loop()`` makes (over words with ``merges`` replayed on them
+    already, and the bytes of every ID that exists) until ``num_merges``; returns ``merges``,
+    appended to. Checkpoints as ``train_merges`` says."""
     if len(merges) >= num_merges:
         # Training only ever appends: the first num_merges of a longer run are
         # this run's result, and there is nothing left to learn.
@@ -229,8 +294,7 @@ def train_merges(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        _learn_merges(words, counts, merges, num_merges, min_frequency, tie_break, progress, checkpoint,
-                      checkpoint_every, sources)
+        _learn_merges(new_loop(), merges, num_merges, progress, checkpoint, checkpoint_every)
         if checkpoint is not None:
             checkpoint(list(merges))
     except KeyboardInterrupt:
@@ -267,7 +331,8 @@ def _replay(words: list, merges: list[Pair]) -> None:
 
 def _new_loop(words: list, counts: list[int], token_bytes: list[bytes], min_frequency: int, tie_break: str,
               sources: tuple[list[int], list[int]] | None = None):
-    """The C merge loop if it is built and can hold the table's counts, else the Python one.
+    """The C merge loop if it is built and can hold the table's counts, else the Python one
+    (``words`` is consumed: the loop holds them in its own form).
 
     The C loop keeps a word's count in 64 bits and a pair's in 128: a table whose
     largest count times its number of symbols could exceed that runs in Python,
@@ -279,40 +344,42 @@ def _new_loop(words: list, counts: list[int], token_bytes: list[bytes], min_freq
     ranks = None
     if tie_break == "hf":
         ranks = hf_byte_ranks() + list(range(256, len(token_bytes)))
+    min_frequency = max(1, min_frequency)
     largest = max(counts, default=0)
     fits = largest < 2**64 and min_frequency < 2**63 and largest * sum(map(len, words)) < 2**126
     if sources is not None:
         fits = fits and max(sources[1], default=0) < 2**63
         if _merges is not None and fits:
-            return _merges.MergeLoop(words, counts, token_bytes, min_frequency, ranks, *sources)
-        return ParityMergeLoop(words, counts, token_bytes, min_frequency, ranks, *sources)
-    if _merges is not None and fits:
-        return _merges.MergeLoop(words, counts, token_bytes, min_frequency, ranks)
-    return PythonMergeLoop(words, counts, token_bytes, min_frequency, ranks)
+            loop = _merges.MergeLoop(words, counts, token_bytes, min_frequency, ranks, *sources)
+        else:
+            loop = ParityMergeLoop(words, counts, token_bytes, min_frequency, ranks, *sources)
+    elif _merges is not None and fits:
+        loop = _merges.MergeLoop(words, counts, token_bytes, min_frequency, ranks)
+    else:
+        loop = PythonMergeLoop(words, counts, token_bytes, min_frequency, ranks)
+    words.clear()
+    return loop
 
 
 def _learn_merges(
-    words: list,
-    counts: list[int],
+    loop,
     merges: list[Pair],
     num_merges: int,
-    min_frequency: int,
-    tie_break: str,
     progress: bool | None,
     checkpoint: Callable[[list[Pair]], None] | None,
     checkpoint_every: float,
-    sources: tuple[list[int], list[int]] | None = None,
 ) -> None:
-    """The merge loop of ``train_merges`` over the loaded table (``words`` is consumed).
+    """Drives the merge loop of ``train_merges``, made over the loaded table with the merges of
+    a checkpoint replayed on it and the bytes of every ID.
 
     Appends to ``merges``, which may start with the merges of a checkpoint.
     Resuming gives the same merges as an uninterrupted run because the loop's
     next choice depends only on (a) the words with the merges so far applied
     and (b) the set of existing tokens' bytes: it takes the pair with the
     highest count in those words, ties by the tie-break, among pairs that reach
-    ``min_frequency`` and do not spell existing bytes. Both are rebuilt here
-    from the checkpoint: (a) by replaying the merges on the loaded words, (b)
-    from the merges themselves. The pair counts are then recounted from the
+    ``min_frequency`` and do not spell existing bytes. Both are rebuilt by
+    the caller from the checkpoint: (a) by replaying the merges on the loaded
+    words, (b) from the merges themselves. The pair counts are then recounted from the
     words, so they are the true counts, which an uninterrupted run also keeps.
     The pairs it has forgotten by then (below ``min_frequency``, or refused by
     the duplicate-bytes rule) come back in the recount but change nothing: a
@@ -320,12 +387,6 @@ def _learn_merges(
     (both its tokens exist), so it is dropped again; a duplicate spelling stays
     a duplicate and is dropped again when it surfaces.
     """
-    if merges:
-        _replay(words, merges)
-    token_bytes = vocabulary_bytes(merges)  # ID -> the bytes it spells
-    loop = _new_loop(words, counts, token_bytes, max(1, min_frequency), tie_break, sources)
-    words.clear()  # the loop holds the words now, in its own form
-
     bar = None
     if _show_progress(progress):
         from tqdm import tqdm  # only for a terminal
@@ -357,7 +418,7 @@ def vocab_size_problem(vocab_size: int, special_tokens: int) -> str | None:
 def train(
     word_counts: Mapping[bytes | str, int],
     vocab_size: int,
-    pattern: str = "gpt2",
+    pattern: str | None = None,
     special_tokens: Sequence[str] = (),
     min_frequency: int = 2,
     progress: bool | None = None,
@@ -367,6 +428,7 @@ def train(
     tie_break: str = "bytes",
     weights: Mapping[str, object] | None = None,
     parity: bool = False,
+    extend: Tokenizer | None = None,
 ) -> Tokenizer:
     """Trains a byte-level BPE tokenizer from a word-count table.
 
@@ -376,7 +438,8 @@ def train(
         {piece: count}, for ``weights`` and ``parity``.
       vocab_size: 256 byte tokens + merges + special tokens. Training may stop
         earlier (fewer merges) when no pair reaches ``min_frequency``.
-      pattern: the pre-tokenizer: a preset name (see ``bpe.PRESETS``) or a regex.
+      pattern: the pre-tokenizer: a preset name (see ``bpe.PRESETS``) or a regex;
+        None is ``gpt2`` (or the base's, with ``extend``).
       special_tokens: strings that get their own IDs after the merges.
       min_frequency: a pair must occur at least this often to be merged.
       progress: show a progress bar; None shows it when stderr is a terminal.
@@ -396,6 +459,13 @@ def train(
       weights: source name -> weight, exact to three decimal places (see
         ``train_merges``); 1 where not given.
       parity: parity-aware training (see ``train_merges``).
+      extend: a tokenizer to extend (``bpe.training.extension``): its tokens keep
+        their IDs and the new merges, learned on its encoding of the pieces, take
+        the IDs after its largest; ``vocab_size`` is then the extended
+        tokenizer's (the base's ``vocab_size`` + the new tokens), ``word_counts``
+        are counted with the base's pre-tokenizer, ``special_tokens`` are the
+        base's (none may be given), ``tie_break`` is "bytes", and
+        ``resume_from``/``checkpoint`` hold the new merges.
 
     Returns:
       A ``bpe.tokenizer.Tokenizer``.
@@ -407,6 +477,13 @@ def train(
         refused before training; a longer one once the merges are known (they
         have been handed to ``checkpoint``).
     """
+    if extend is not None:
+        if weights or parity or is_by_source(word_counts):
+            raise ValueError("an extension trains on one plain table: weights, parity and tables by source "
+                             "do not apply to it")
+        return _extend(word_counts, vocab_size, pattern, special_tokens, min_frequency, progress, resume_from,
+                       checkpoint, checkpoint_every, tie_break, extend)
+    pattern = "gpt2" if pattern is None else pattern
     special_tokens = check_special_tokens(special_tokens)
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
         raise ValueError(f"vocab_size must be an integer, got {vocab_size!r}")
@@ -434,3 +511,24 @@ def train(
     if clash:
         raise ValueError(clash)
     return Tokenizer(merges, pattern=pattern, special_tokens=special_tokens)
+
+
+def _extend(word_counts, vocab_size, pattern, special_tokens, min_frequency, progress, resume_from, checkpoint,
+            checkpoint_every, tie_break, base: Tokenizer) -> Tokenizer:
+    """``train(..., extend=base)``: the arguments checked, the new merges learned, the extended tokenizer."""
+    if not isinstance(base, Tokenizer):
+        raise ValueError(f"extend must be a bpe.Tokenizer, got {type(base).__name__}")
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size <= base.vocab_size:
+        raise ValueError(f"vocab_size={vocab_size!r} must be an integer above the base's vocab_size "
+                         f"{base.vocab_size}: the new tokens take the IDs after the base's")
+    if special_tokens:
+        raise ValueError("an extension keeps the base's special tokens; special_tokens must be empty")
+    if tie_break != "bytes":
+        raise ValueError('an extension breaks ties by bytes; tie_break must be "bytes"')
+    if pattern is not None and resolve_pattern(pattern) != base.pattern:
+        raise ValueError("an extension pre-tokenizes with the base's pattern; leave pattern out")
+    table = extension.BaseTable(base, word_counts)
+    merges = extend_merges(table, base, vocab_size - base.vocab_size, min_frequency=min_frequency,
+                           progress=progress, resume_from=resume_from, checkpoint=checkpoint,
+                           checkpoint_every=checkpoint_every)
+    return extension.extended_tokenizer(base, merges)

@@ -46,6 +46,7 @@ from pipeline.train.resume import (
 )
 from pipeline.runners import committed_counters, describe_runner, pipeline_options
 from pipeline.train import sources
+from pipeline.train import extend
 from pipeline.train.stats import TrainStats, summary_lines
 from pipeline.train.word_counts import (
     SOURCE_COUNTS_SCHEMA, WORD_COUNTS_FILE, WORD_COUNTS_SCHEMA, read_word_counts, word_count_table,
@@ -53,6 +54,7 @@ from pipeline.train.word_counts import (
 from transforms import metrics
 from transforms.count import CountPreTokenTables
 from transforms.dead_letters import WriteDeadLetters
+from transforms.ordinary_runs import OrdinaryRuns
 from transforms.parquet import WriteParquetTables
 from transforms.read import FORMATS, ReadDocuments, match_inputs
 
@@ -93,6 +95,9 @@ SETTINGS = {
     "source_weight": Setting("list", []),
     "source_field": Setting("str"),
     "parity": Setting("bool", False),
+    "extend": Setting("str"),
+    "new_tokens": Setting("int"),
+    "tokenizer_preset": Setting("str"),
 }
 
 
@@ -146,6 +151,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint-every", metavar="SECONDS",
                         help=h("checkpoint_every", f"save the merges so far to {CHECKPOINT_FILE} this often"))
     sources.add_arguments(parser)
+    extend.add_arguments(parser)
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
@@ -153,8 +159,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     _check_misspelled_flags(beam_args)
     config_flags = resolve(args, SETTINGS, args.config)
     output = _check_settings(args)
+    base = extend.load_base(args) if args.extend else None
     options = pipeline_options([*config_flags, *beam_args])
-    given_table, given_id = _given_word_counts(args) if args.word_counts else (None, None)  # bad: fail now
+    given_table, given_id = _given_word_counts(args, base) if args.word_counts else (None, None)  # bad: fail now
     files = [] if args.word_counts else _match(args.input)
     rule = sources.source_rule(args, files)  # bad source flags: fail now
     outputs.claim(output, "train", inputs=files)  # ours from here on; never the user's files
@@ -170,13 +177,14 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         word_counts=args.word_counts or FileSystems.join(output, WORD_COUNTS_FILE),
         parity=bool(args.parity),
         **sources.settings(args),
+        extend=args.extend,
     )
 
     if args.word_counts:
         print(f"beam-bpe train: training from {args.word_counts} (not reading any --input)", file=sys.stderr)
         table, table_id = given_table, given_id
     else:
-        table_id = _count_phase(args, files, output, options, stats, rule)
+        table_id = _count_phase(args, files, output, options, stats, rule, base)
         outputs.fail_if_strict(args.strict, output, f"not training. Word counts so far: {stats.word_counts}")
         _check_dead_letters(stats, output)
         table = read_word_counts(stats.word_counts)
@@ -187,9 +195,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if stats.unique_pieces is None:
         stats.unique_pieces = len(table)
 
-    checkpoint = Checkpoint(output, table_id, args)
+    checkpoint = Checkpoint(output, table_id, args, base)
     try:
-        tokenizer = _merge_phase(args, table, checkpoint, stats)
+        tokenizer = _merge_phase(args, table, checkpoint, stats, base)
     except KeyboardInterrupt as e:
         # bpe.train saved the merges on its way out (see train_merges).
         signum = interrupting_signal(e)
@@ -199,16 +207,21 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
             file=sys.stderr,
         )
         return 128 + signum
-    _check_vocabulary_reached(args, tokenizer, checkpoint)
+    _check_vocabulary_reached(args, tokenizer, checkpoint, stats)
+    if base is not None:
+        extend.write_rank_file(base, tokenizer, output, stats)
     _write_results(tokenizer, output, stats, started, checkpoint)
     return 0
 
 
 def _count_phase(args: argparse.Namespace, files: list[str], output: str, options, stats: TrainStats,
-                 rule: sources.SourceRule | None = None) -> dict:
-    """Phase 1: counts the corpus into OUT/word_counts.parquet, unless --resume finds
-    that count complete. Fills ``stats``; returns the table's fingerprint."""
-    marker = CountMarker(output, count_settings(args, files), file_states(files))
+                 rule: sources.SourceRule | None, base: bpe.Tokenizer | None) -> dict:
+    """Phase 1: counts the corpus into OUT/word_counts.parquet (with ``base``'s pre-tokenizer
+    when extending), unless --resume finds that count complete. Fills ``stats``; returns
+    the table's fingerprint."""
+    runs_of = args.extend if base is not None and extend.splits_text(base) else None
+    settings = count_settings(args, files, runs_of=base.sha256 if runs_of else None)
+    marker = CountMarker(output, settings, file_states(files))
     complete = marker.load(stats.word_counts) if args.resume else None
     if complete is not None:
         print(f"beam-bpe train: the count phase is complete ({marker.path}); not counting again", file=sys.stderr)
@@ -218,10 +231,12 @@ def _count_phase(args: argparse.Namespace, files: list[str], output: str, option
         marker.remove()
         stats.runner = describe_runner(options)
         count_started = time.monotonic()
-        counters = run_count_job(args, output, options, files=len(files), rule=rule)
+        counters = run_count_job(args, output, options, files=len(files), rule=rule, runs_of=runs_of)
         stats.seconds["count"] = round(time.monotonic() - count_started, 3)
         for name in ("documents", "bytes", "pieces", "unique_pieces"):
             setattr(stats, name, counters.get(metrics.key("count", name)))
+        if runs_of is not None:  # the count step saw runs of text: the documents are the reader's
+            stats.documents = counters.get(metrics.key("read", "documents"))
         table_id = fingerprint(stats.word_counts)
         marker.write(table_id, stats)
     # The files are the source of truth; counters are for reporting only.
@@ -229,7 +244,7 @@ def _count_phase(args: argparse.Namespace, files: list[str], output: str, option
     return table_id
 
 
-def _given_word_counts(args: argparse.Namespace) -> tuple[dict, dict]:
+def _given_word_counts(args: argparse.Namespace, base: bpe.Tokenizer | None) -> tuple[dict, dict]:
     """The --word-counts table, cut by --min-word-count, and what identifies it for a checkpoint.
 
     Merges learned on pieces of one pattern are wrong for another (they can never
@@ -256,6 +271,11 @@ def _given_word_counts(args: argparse.Namespace) -> tuple[dict, dict]:
             f"word-count table {args.word_counts} was counted with --pattern {then}, not --pattern {args.pattern}: "
             f"train with --pattern {then}, or count the corpus again with --pattern {args.pattern}"
         )
+    elif base is not None and extend.splits_text(base) and counted.get("runs_of") != base.sha256:
+        raise UserError(
+            f"word-count table {args.word_counts} was not counted on the runs of text {args.extend} pre-tokenizes "
+            "(it normalizes text or matches added tokens): count the corpus with --extend"
+        )
     if args.min_word_count > 1:
         # As the count phase does: pieces seen fewer times are dropped before training.
         table = sources.keep_common(table, args)
@@ -263,8 +283,10 @@ def _given_word_counts(args: argparse.Namespace) -> tuple[dict, dict]:
     return table, table_id
 
 
-def _merge_phase(args: argparse.Namespace, table: dict, checkpoint: Checkpoint, stats: TrainStats) -> bpe.Tokenizer:
-    """Phase 2: learns the merges, continuing a checkpoint with --resume.
+def _merge_phase(args: argparse.Namespace, table: dict, checkpoint: Checkpoint, stats: TrainStats,
+                 base: bpe.Tokenizer | None) -> bpe.Tokenizer:
+    """Phase 2: learns the merges (new ones on ``base`` when extending), continuing a
+    checkpoint with --resume.
 
     Raises:
       KeyboardInterrupt: SIGINT or SIGTERM, after the merges so far are saved.
@@ -272,6 +294,8 @@ def _merge_phase(args: argparse.Namespace, table: dict, checkpoint: Checkpoint, 
     resume_from = checkpoint.load() if args.resume else []
     stats.resumed_from_merges = len(resume_from)
     checkpoint.save(resume_from)  # from here on, --resume continues these merges
+    if base is not None:
+        return extend.learn(args, base, table, resume_from, checkpoint, stats)
     train_started = time.monotonic()
     try:
         with sigterm_as_interrupt():
@@ -329,7 +353,8 @@ def _check_dead_letters(stats: TrainStats, output: str) -> None:
     )
 
 
-def _check_vocabulary_reached(args: argparse.Namespace, tokenizer: bpe.Tokenizer, checkpoint: Checkpoint) -> None:
+def _check_vocabulary_reached(args: argparse.Namespace, tokenizer: bpe.Tokenizer, checkpoint: Checkpoint,
+                              stats: TrainStats) -> None:
     """Refuses a tokenizer with fewer than ``MERGES_SHARE`` of the merges asked for, unless
     --allow-smaller-vocab: it is not the vocabulary the user asked for. The merges stay
     in the checkpoint, so ``--resume --allow-smaller-vocab`` writes it without training again.
@@ -337,15 +362,16 @@ def _check_vocabulary_reached(args: argparse.Namespace, tokenizer: bpe.Tokenizer
     Raises:
       UserError: saying how many merges were learned and where they are.
     """
-    wanted = args.vocab_size - 256 - len(args.special_token)
-    learned = len(tokenizer.merges)
+    wanted = stats.requested_vocab_size - (stats.base_vocab_size or 256 + len(args.special_token))
+    learned = stats.merges
     if args.allow_smaller_vocab or learned >= wanted * MERGES_SHARE:
         return
+    asked = f"--new-tokens {args.new_tokens}" if args.extend else f"--vocab-size {args.vocab_size}"
     raise UserError(
-        f"learned only {learned:,} of the {wanted:,} merges --vocab-size {args.vocab_size} asks for (no pair occurs "
+        f"learned only {learned:,} of the {wanted:,} merges {asked} asks for (no pair occurs "
         f"{args.min_frequency}+ times in the rest), so the vocabulary would be {tokenizer.vocab_size:,}: not writing "
         f"{TOKENIZER_FILE}. The merges are saved in {checkpoint.path}: rerun with --resume --allow-smaller-vocab "
-        "to write that tokenizer, or use a larger corpus, a lower --min-frequency or a smaller --vocab-size"
+        f"to write that tokenizer, or use a larger corpus, a lower --min-frequency or a smaller {asked.split()[0]}"
     )
 
 
@@ -358,17 +384,23 @@ def _write_results(tokenizer: bpe.Tokenizer, output: str, stats: TrainStats, sta
     stats.seconds["total"] = round(time.monotonic() - started, 3)
     outputs.write_atomic(stats_path, stats.to_json(), mime_type="application/json")
     checkpoint.remove()  # only now: until tokenizer.json is whole, --resume needs it
-    print("\n".join(summary_lines(stats, tokenizer_path, stats_path, output)), file=sys.stderr)
+    lines = summary_lines(stats, tokenizer_path, stats_path, output)
+    if stats.extend is not None:
+        learned = next(i for i, line in enumerate(lines) if line.startswith("beam-bpe train: learned"))
+        lines[learned + 1:learned + 1] = extend.summary_lines(stats)
+    print("\n".join(lines), file=sys.stderr)
     if stats.dead_letters:
         outputs.print_dead_letters(outputs.read_dead_letters(output), output, file=sys.stderr)
 
 
-def run_count_job(args: argparse.Namespace, output: str, options,
-                  files: int | None = None, rule: sources.SourceRule | None = None) -> dict[tuple[str, str], int]:
+def run_count_job(args: argparse.Namespace, output: str, options, files: int | None = None,
+                  rule: sources.SourceRule | None = None, runs_of: str | None = None) -> dict[tuple[str, str], int]:
     """Runs the counting job (phase 1) into ``output``; returns its counters ({} if the
     runner has none). ``args`` needs input, format, text_field, pattern, min_word_count,
-    no_progress and progress_every (seconds); ``files``: how many input files, for the progress;
-    ``rule``: count by source (``pipeline.train.sources``), reading ``args.source_field``."""
+    no_progress and progress_every (seconds); ``files``: how many input files, for the
+    progress; ``rule``: count by source (``pipeline.train.sources``), reading
+    ``args.source_field``; ``runs_of``: a tokenizer whose runs of ordinary text are
+    counted (``transforms.ordinary_runs``) instead of the documents (never with ``rule``)."""
     # Dead letters of a previous run would be mistaken for ours, and Beam's temporary
     # directories of a job that was stopped are never removed by Beam.
     stale = outputs.dead_letter_files(output)
@@ -382,8 +414,9 @@ def run_count_job(args: argparse.Namespace, output: str, options,
     read = pipeline | "ReadDocuments" >> ReadDocuments(
         args.input, format=args.format, text_field=args.text_field, id_field=source_field
     )
+    texts = read.documents if runs_of is None else read.documents | "OrdinaryRuns" >> OrdinaryRuns(runs_of)
     (
-        read.documents
+        texts
         | "CountPreTokens" >> CountPreTokenTables(args.pattern, min_word_count=args.min_word_count, sources=rule)
         | "ToArrow" >> beam.Map(word_count_table).with_output_types(pa.Table)
         # One file with exactly this name: one shard, no shard numbers in the
@@ -424,8 +457,9 @@ def _check_misspelled_flags(beam_args: list[str]) -> None:
 
 def _check_settings(args: argparse.Namespace) -> str:
     """Checks every value that does not need the file system; returns the output dir."""
-    if args.vocab_size is None:
-        raise UserError("--vocab-size is required")
+    extend.check_settings(args)
+    if args.vocab_size is None and not args.extend:
+        raise UserError("--vocab-size is required (or --extend BASE --new-tokens K)")
     if not args.output:
         raise UserError("--output is required")
     if not args.input and not args.word_counts:
@@ -438,7 +472,8 @@ def _check_settings(args: argparse.Namespace) -> str:
         compile_pattern(args.pattern)
     except ValueError as e:
         raise UserError(f"--pattern: {e}") from None
-    _check_vocabulary(args.vocab_size, args.special_token)
+    if not args.extend:
+        _check_vocabulary(args.vocab_size, args.special_token)
     if args.min_frequency < 1:
         raise UserError(f"--min-frequency must be at least 1, not {args.min_frequency}")
     if args.min_word_count < 1:

@@ -23,6 +23,7 @@ import sys
 
 from apache_beam.io.filesystems import FileSystems
 
+from bpe.training.extension import check_extension_merges
 from bpe.training.trainer import check_merges
 from pipeline import outputs
 from pipeline.errors import UserError
@@ -53,8 +54,10 @@ def fingerprint(path: str) -> dict:
     return {"sha256": digest.hexdigest(), "bytes": size, "rows": rows}
 
 
-def count_settings(args: argparse.Namespace, files: list[str]) -> dict:
-    """The settings that decide what the count phase writes (not the runner's)."""
+def count_settings(args: argparse.Namespace, files: list[str], runs_of: str | None = None) -> dict:
+    """The settings that decide what the count phase writes (not the runner's). ``runs_of``:
+    the SHA-256 of the tokenizer whose runs of ordinary text are counted (``train --extend``
+    of a Hugging Face file that normalizes or matches added tokens), else None."""
     return {
         "input": list(args.input),
         "files": len(files),
@@ -66,6 +69,7 @@ def count_settings(args: argparse.Namespace, files: list[str]) -> dict:
         "min_word_count": args.min_word_count,
         # The sources decide the table's rows, and with --min-word-count (weighted) which pieces stay.
         **sources.settings(args),
+        "runs_of": runs_of,
     }
 
 
@@ -208,9 +212,10 @@ class Checkpoint:
       output: the output directory.
       table_id: the word-count table's ``fingerprint``.
       args: the run's settings.
+      base: the tokenizer being extended (``train --extend``): the merges are new ones on it.
     """
 
-    def __init__(self, output: str, table_id: dict, args: argparse.Namespace):
+    def __init__(self, output: str, table_id: dict, args: argparse.Namespace, base=None):
         self.path = FileSystems.join(output, CHECKPOINT_FILE)
         # The merges depend on the table, min_frequency and the tie-break only; the pattern
         # must match because the table was counted with it. vocab_size and the
@@ -223,7 +228,9 @@ class Checkpoint:
             "tie_break": args.tie_break,
             "parity": bool(args.parity),
             **sources.settings(args),
+            "extend": base.sha256 if base is not None else None,
         }
+        self.base = base
         self.wanted = {"vocab_size": args.vocab_size, "special_tokens": list(args.special_token)}
         self.saved = 0  # how many merges the file on disk holds
 
@@ -253,7 +260,8 @@ class Checkpoint:
         merges = data.get("merges")
         try:
             # Checks the shape (IDs exist before use, no bytes spelled twice).
-            merges = check_merges(merges if isinstance(merges, list) else None)
+            merges = merges if isinstance(merges, list) else None
+            merges = check_merges(merges) if self.base is None else check_extension_merges(self.base, merges)
         except (TypeError, ValueError) as e:
             raise UserError(f"cannot --resume: {self.path} is damaged ({e}); delete it to start over") from None
         print(f"beam-bpe train: resuming after {len(merges):,} merges from {self.path}", file=sys.stderr)

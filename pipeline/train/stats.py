@@ -38,6 +38,12 @@ class TrainStats:
       parity, source_field, source_weight: the source settings (``pipeline.train.sources``).
       sources: per source, its weight and its bytes, pieces and unique pieces in the
         table trained from, before and after weighting (None without sources).
+      requested_vocab_size: --vocab-size (with --extend: the base's + --new-tokens).
+      extend: the --extend tokenizer (None for training from scratch).
+      base_vocab_size: its vocab size; ``merges`` are then the new ones.
+      tokens_before, tokens_after: the tokens the counted pieces take with the base
+        and with the extension.
+      rank_file: the extension's tiktoken rank file, or why it is not written (a rank-file base only).
     """
 
     inputs: list[str]
@@ -64,6 +70,11 @@ class TrainStats:
     source_field: str | None = None
     source_weight: list[str] | None = None
     sources: dict[str, dict] | None = None
+    extend: str | None = None
+    base_vocab_size: int | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    rank_file: str | None = None
 
     def counted(self) -> dict:
         """The count phase's numbers, for its completion marker."""
@@ -90,7 +101,10 @@ def summary_lines(stats: TrainStats, tokenizer_path: str, stats_path: str, outpu
             f"beam-bpe train: counted {documents} documents ({outputs.size(stats.bytes)}, {stats.files:,} files) "
             f"-> {stats.unique_pieces:,} unique pieces in {seconds['count']:.1f} s on {stats.runner}"
         )
-    merges_wanted = stats.requested_vocab_size - 256 - len(stats.special_tokens)
+    if stats.extend is not None:
+        merges_wanted = stats.requested_vocab_size - stats.base_vocab_size
+    else:
+        merges_wanted = stats.requested_vocab_size - 256 - len(stats.special_tokens)
     early = ""
     if stats.merges < merges_wanted:
         early = f" (stopped early: no pair occurs {stats.min_frequency}+ times)"

