@@ -137,6 +137,10 @@ def test_train_extend_checks_its_arguments():
         bpe.train({b"ab": 1}, base.vocab_size + 1, extend=base, pattern="cl100k")
     with pytest.raises(ValueError, match="bpe.Tokenizer"):
         bpe.train({b"ab": 1}, 300, extend="tok/")
+    with pytest.raises(ValueError, match="weights, parity and tables by source"):
+        bpe.train({"en": {b"ab": 1}, "fr": {b"ab": 2}}, base.vocab_size + 1, extend=base, parity=True)
+    with pytest.raises(ValueError, match="weights, parity and tables by source"):
+        bpe.train({b"ab": 1}, base.vocab_size + 1, extend=base, weights={"en": 2})
     with pytest.raises(ValueError, match="no ordinary token"):
         extension.check_extension_merges(base, [(257, 97)])  # 257 is the special token
     with pytest.raises(ValueError, match="no ordinary token"):

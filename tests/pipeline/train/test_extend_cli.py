@@ -78,8 +78,8 @@ def test_resume_continues_the_new_merges_without_counting_again(corpus, base, ex
         shutil.copy(os.path.join(extended, name), output / name)
     base_tok = bpe.Tokenizer.load(base)
     full = json.loads(open(os.path.join(extended, "tokenizer.json"), encoding="utf-8").read())["model"]["merges"]
-    args = argparse.Namespace(min_frequency=2, pattern=base_tok.pattern, tie_break="bytes", vocab_size=None,
-                              special_token=[])
+    args = argparse.Namespace(min_frequency=2, pattern=base_tok.pattern, tie_break="bytes", vocab_size=None, parity=False,
+                              special_token=[], source_weight=[], source_field=None)
     table = str(output / "word_counts.parquet")
     new = extension.BaseTable(base_tok, word_counts(str(output)))
     merges = bpe.train(word_counts(str(output)), base_tok.vocab_size + 25, extend=base_tok).merges[-25:]
@@ -99,8 +99,8 @@ def test_resume_refuses_a_checkpoint_of_another_base(corpus, base, extended, tmp
     for name in ("word_counts.parquet", "word_counts.complete", ".beam-bpe-output.json"):
         shutil.copy(os.path.join(extended, name), output / name)
     other = bpe.train(word_counts(str(output)), 600)
-    args = argparse.Namespace(min_frequency=2, pattern=other.pattern, tie_break="bytes", vocab_size=None,
-                              special_token=[])
+    args = argparse.Namespace(min_frequency=2, pattern=other.pattern, tie_break="bytes", vocab_size=None, parity=False,
+                              special_token=[], source_weight=[], source_field=None)
     Checkpoint(str(output), fingerprint(str(output / "word_counts.parquet")), args, other).save([])
     assert train("--extend", base, "--new-tokens", "5", "--input", corpus, "--output", str(output),
                  "--resume", *IN_MEMORY) == 2
@@ -162,6 +162,8 @@ def test_a_rank_file_base_also_gets_a_rank_file(tmp_path):
     (["--extend", "BASE", "--new-tokens", "5", "--special-token", "<|x|>"], "--special-token does not go"),
     (["--extend", "BASE", "--new-tokens", "5", "--tie-break", "hf"], "--tie-break hf does not go"),
     (["--extend", "missing.json", "--new-tokens", "5"], "--extend: "),
+    (["--extend", "BASE", "--new-tokens", "5", "--parity", "--source-weight", "*.txt=2"], "--parity do not go with"),
+    (["--extend", "BASE", "--new-tokens", "5", "--source-weight", "*.txt=2"], "do not go with --extend"),
 ])
 def test_flags_that_do_not_go_together_are_one_line(flags, message, corpus, base, tmp_path, capsys):
     flags = [base if flag == "BASE" else flag for flag in flags]
