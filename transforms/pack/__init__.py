@@ -7,12 +7,14 @@
 The Beam parts are named after the PTransforms they hold:
 
 - ``pack_sequences``: ``PackSequences`` and ``ShardUnits`` (token shards -> ``SequenceBlock``s).
+- ``mix_sources``: ``MixSources`` (a mixture's units -> the units of its stream, by budget).
 - ``write_sequences``: ``WriteSequences`` and ``WriteFiles`` (blocks -> files), ``written_counts``.
 
 Pure, without Beam (numpy and Arrow), what those run on workers:
 
 - ``packing_algorithm``: positions, pieces, best fit and assembly of sequences.
 - ``sequence_order``: which split a document goes to, and the shuffle of sequences.
+- ``mixture_plan``: which training documents of named sources a token budget takes, how often.
 - ``sequence_formats``: the bytes of Parquet, Megatron-LM and llm.c files.
 
 Plain functions that read and write files through Beam's filesystems (no PTransforms):
@@ -22,12 +24,14 @@ Plain functions that read and write files through Beam's filesystems (no PTransf
 """
 
 from transforms.pack.input_shards import ShardsInfo, bad_token_shard, describe_shards
-from transforms.pack.pack_sequences import PackedSequences, PackSequences, ShardUnits, shard_units
+from transforms.pack.mixture_plan import MixtureSpec, plan_mixture_json, weighted_budgets
+from transforms.pack.pack_sequences import PackedSequences, PackSequences, ShardUnits, shard_units, source_units
 from transforms.pack.sequence_formats import FORMATS, SUFFIXES, check_format
 from transforms.pack.sequence_order import SPLITS
 from transforms.pack.write_sequences import WriteFiles, WriteSequences, written_counts
 
 __all__ = [
-    "PackSequences", "PackedSequences", "ShardUnits", "shard_units", "ShardsInfo", "bad_token_shard", "describe_shards",
+    "PackSequences", "PackedSequences", "ShardUnits", "shard_units", "source_units", "MixtureSpec",
+    "plan_mixture_json", "weighted_budgets", "ShardsInfo", "bad_token_shard", "describe_shards",
     "SPLITS", "WriteSequences", "WriteFiles", "written_counts", "FORMATS", "SUFFIXES", "check_format",
 ]

@@ -23,6 +23,11 @@ number of documents before it with each of those ids, so each document has a
 key unique within the job (``sequence_order.Occurrences``); with
 ``validation_documents`` the N-th smallest key is found from them. A unit is read
 as a stream of bounded batches (``transforms.pack.input_shards``).
+
+A mixture of named sources (``mixture``) puts ``MixSources``
+(``transforms.pack.mix_sources``) between Spill and Offsets: it turns each
+spilled unit into the units of the stream, one per repeat that holds some of
+its documents, each reading its tokens where the unit's spill put them.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ import pyarrow as pa
 from transforms import metrics
 from transforms.coders import SizedPickleCoder
 from transforms.pack.input_shards import Unit, open_shard
+from transforms.pack.mix_sources import MixSources
+from transforms.pack.mixture_plan import MixtureSpec
 from transforms.pack.spill import SpillReader, spill_path, spill_unit
 from transforms.pack.packing_algorithm import (
     Layout, Offsets, Pieces, SequenceBlock, UnitDocuments, assemble, cut_stream, pack_window, plan_splits,
@@ -45,7 +52,7 @@ from transforms.pack.packing_algorithm import (
 )
 from transforms.pack.sequence_order import SPLITS, Occurrences, ValidationRule, id_hashes, smallest_keys
 
-__all__ = ["PackSequences", "PackedSequences", "ShardUnits", "shard_units"]
+__all__ = ["PackSequences", "PackedSequences", "ShardUnits", "shard_units", "source_units"]
 
 
 class PiecesCoder(SizedPickleCoder):
@@ -71,6 +78,17 @@ PiecesByFile = Tuple[Tuple[str, int], Pieces]
 def shard_units(paths: Sequence[str]) -> list[Unit]:
     """The units of these shards, in stream order: the paths sorted (each once), then row groups."""
     return [Unit(file, path, row_group) for file, path in enumerate(sorted(set(paths)))
+            for row_group in range(open_shard(path).metadata.num_row_groups)]
+
+
+def source_units(sources: Sequence[Sequence[str]]) -> list[Unit]:
+    """The units of a mixture's sources (each a list of shard paths), in stream order:
+    the sources in the order given, each one's paths sorted, then row groups; the
+    files are numbered source after source (``MixtureSpec.files``)."""
+    paths = [path for source in sources for path in sorted(set(source))]
+    if len(set(paths)) != len(paths):
+        raise ValueError("a shard belongs to two sources")
+    return [Unit(file, path, row_group) for file, path in enumerate(paths)
             for row_group in range(open_shard(path).metadata.num_row_groups)]
 
 
@@ -143,15 +161,15 @@ def _local_smallest(unit_earlier: tuple[Unit, dict[str, int]], n: int) -> list[t
 
 
 class _SpillFn(beam.DoFn):
-    def __init__(self, directory: str, dtype):
-        self._directory, self._dtype = directory, dtype
+    def __init__(self, directory: str, dtype, with_keys: bool = False):
+        self._directory, self._dtype, self._with_keys = directory, dtype, with_keys
 
     def setup(self):
         _use_jemalloc()
 
     def process(self, unit_earlier: tuple[Unit, dict[str, int]], rule) -> Iterable[UnitDocuments]:
         unit, earlier = unit_earlier
-        yield spill_unit(unit, rule, self._directory, self._dtype, earlier)
+        yield spill_unit(unit, rule, self._directory, self._dtype, earlier, self._with_keys)
 
 
 class _CutFn(beam.DoFn):
@@ -166,7 +184,7 @@ class _CutFn(beam.DoFn):
             if not len(documents.lengths[split]):
                 continue
             pieces = cut_stream(documents.lengths[split], documents.ids[split], offsets.starts[documents.key][split],
-                                plans[split], source)
+                                plans[split], source, documents.spill_offsets(split))
             self._pieces.inc(len(pieces))
             for file, part in split_by_file(pieces, plans[split]).items():
                 yield (split, file), part
@@ -183,10 +201,12 @@ class _WindowFn(beam.DoFn):
         for split in SPLITS:
             lengths = documents.lengths[split]
             within = np.cumsum(lengths) - lengths  # where each document starts in the unit's stream
+            spilled_at = documents.spill_offsets(split)
             windows = window_of(offsets.starts[documents.key][split] + within, self._layout)
             for window in np.unique(windows):
                 mask = windows == window
-                yield (split, int(window)), (source, lengths[mask], within[mask], documents.ids[split].filter(mask))
+                yield (split, int(window)), (source, lengths[mask], within[mask], spilled_at[mask],
+                                             documents.ids[split].filter(mask))
 
 
 class _BestFitFn(beam.DoFn):
@@ -198,8 +218,8 @@ class _BestFitFn(beam.DoFn):
         batches = sorted(batches, key=lambda batch: (batch[0], int(batch[2][0])))  # stream order
         lengths = np.concatenate([b[1] for b in batches])
         sources = np.concatenate([np.full(len(b[1]), b[0], np.int64) for b in batches])
-        offsets = np.concatenate([b[2] for b in batches])
-        ids = pa.concat_arrays([b[3] for b in batches])
+        offsets = np.concatenate([b[3] for b in batches])
+        ids = pa.concat_arrays([b[4] for b in batches])
         kept = lengths > 0
         yield key, pack_window(lengths[kept], ids.filter(kept), self._layout.length, sources[kept], offsets[kept])
 
@@ -241,7 +261,8 @@ class _AssembleFn(beam.DoFn):
         keys = offsets.keys
 
         def read(source: int, offset: int, out: np.ndarray) -> None:
-            self._reader.read_into(spill_path(self._directory, split, keys[source]), offset, out)
+            # A mixture's unit (repeat, file, row group) reads the stream spilled for (file, row group).
+            self._reader.read_into(spill_path(self._directory, split, keys[source][-2:]), offset, out)
 
         block = assemble(Pieces.concat(list(parts)), plans[split], file, self._pad_id, self._dtype, read)
         self._counters.sequences.inc(block.rows)
@@ -254,12 +275,14 @@ class _AssembleFn(beam.DoFn):
 
 class PackedSequences(NamedTuple):
     """What PackSequences gives: the blocks of sequences of every output file,
-    one element, {split: SplitPlan}, describing each split, and one element,
-    the number of documents whose id is shared with an earlier document."""
+    one element, {split: SplitPlan}, describing each split, one element, the
+    number of documents whose id is shared with an earlier document, and for a
+    mixture one element, {source: SourcePlan} (``transforms.pack.mixture_plan``)."""
 
     blocks: beam.PCollection
     plans: beam.PCollection
     repeated_ids: beam.PCollection
+    mixture: beam.PCollection | None = None
 
 
 @dataclasses.dataclass
@@ -290,6 +313,8 @@ class PackSequences(beam.PTransform):
       vocab_size: the tokenizer's vocabulary size (picks uint16 or uint32 tokens).
       tokens_per_file: about how many tokens go into one output file.
       window_tokens: whole-document packing works on windows of about this many tokens.
+      mixture: named sources with token budgets (``transforms.pack.mixture_plan``);
+        the units must then come from ``source_units`` of its sources, in its order.
     """
 
     scratch_dir: str
@@ -304,6 +329,7 @@ class PackSequences(beam.PTransform):
     vocab_size: int = 1 << 16
     tokens_per_file: int = 1 << 23
     window_tokens: int = 1 << 22
+    mixture: MixtureSpec | None = None
 
     def __post_init__(self):
         super().__init__()
@@ -352,7 +378,11 @@ class PackSequences(beam.PTransform):
             | "JoinEarlier" >> beam.CoGroupByKey()
             | "WithEarlier" >> beam.Map(_with_earlier)
         )
-        documents = units | "Spill" >> beam.ParDo(_SpillFn(self.scratch_dir, self.dtype), self._rule(units))
+        documents = units | "Spill" >> beam.ParDo(_SpillFn(self.scratch_dir, self.dtype, self.mixture is not None),
+                                                  self._rule(units))
+        mixture = None
+        if self.mixture is not None:
+            documents, mixture = documents | "Mix" >> MixSources(self.mixture)
         offsets = (
             documents
             | "Count" >> beam.Map(lambda d: (d.key, d.counts()))
@@ -386,4 +416,4 @@ class PackSequences(beam.PTransform):
             | "Assemble" >> beam.ParDo(_AssembleFn(self.scratch_dir, self.pad_id, self.dtype), single(plans),
                                        single(offsets)).with_output_types(SequenceBlock)
         )
-        return PackedSequences(blocks, plans, repeated_ids)
+        return PackedSequences(blocks, plans, repeated_ids, mixture)

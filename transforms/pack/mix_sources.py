@@ -1,0 +1,167 @@
+"""``MixSources``: a mixture's spilled units -> the units of its stream (repeats and draws), and its plan.
+
+The algorithm is ``transforms.pack.mixture_plan``; here it runs on workers,
+with only counts and a few documents' keys crossing between them:
+
+    documents ──SourceCounts──> Passes (side input: each source's full passes, rest)
+      ├── Buckets ──> sums per (source, bucket of draws) ──> Crossings (side input)
+      ├── Candidates (the documents of each crossing bucket) ──> GroupByKey ──> Plans (side input)
+      └── Mixed: per unit, one unit per repeat that holds its documents ──> the stream's units
+
+The documents must come with their keys (``spill_unit(..., with_keys=True)``).
+A mixed unit is keyed (repeat, file, row group), refers to its documents'
+tokens where the unit's spill put them (``UnitDocuments.spilled_at``), and its
+documents' ids are ``SOURCE:ID``, so every packed token names its source.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable, NamedTuple
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from transforms.pack.mixture_plan import (
+    BUCKET_BITS, Crossing, MixtureSpec, SourceCounts, SourcePlan, bucket_counts, draw_last, draws, find_crossing, plan_source,
+)
+from transforms.pack.packing_algorithm import UnitDocuments
+from transforms.pack.sequence_order import SPLITS
+
+__all__ = ["MixSources", "MixedSources", "source_ids"]
+
+
+def source_ids(name: str, ids: pa.Array) -> pa.Array:
+    """Document ids as packed sequences of a mixture name them: ``SOURCE:ID``."""
+    return pc.binary_join_element_wise(pa.scalar(f"{name}:"), ids.cast(pa.string()), "")
+
+
+def _source(spec: MixtureSpec, documents: UnitDocuments) -> str:
+    return spec.names[spec.source_of(documents.key[0])]
+
+
+def _counts(documents: UnitDocuments) -> SourceCounts:
+    return SourceCounts({s: len(documents.lengths[s]) for s in SPLITS},
+                        {s: int(documents.lengths[s].sum()) for s in SPLITS})
+
+
+def _passes(counts: list[tuple[str, SourceCounts]], spec: MixtureSpec) -> dict[str, SourcePlan]:
+    found = dict(counts)
+    empty = SourceCounts(dict.fromkeys(SPLITS, 0), dict.fromkeys(SPLITS, 0))
+    return {name: plan_source(name, budget, found.get(name, empty)) for name, budget in zip(spec.names, spec.budgets)}
+
+
+def _draws(spec: MixtureSpec, plan: SourcePlan, documents: UnitDocuments) -> np.ndarray:
+    """The draws of the unit's training documents in the source's partial repeat."""
+    return draws(documents.hashes["train"], spec.seed, plan.name, plan.full)
+
+
+def _buckets(documents: UnitDocuments, spec: MixtureSpec, passes: dict[str, SourcePlan]):
+    plan = passes[_source(spec, documents)]
+    if plan.rest and len(documents.lengths["train"]):
+        for bucket, counts in bucket_counts(_draws(spec, plan, documents), documents.lengths["train"]):
+            yield (plan.name, bucket), counts
+
+
+def _crossings(buckets: list, passes: dict[str, SourcePlan]) -> dict[str, Crossing]:
+    by_source: dict[str, dict] = {}
+    for (name, bucket), counts in buckets:
+        by_source.setdefault(name, {})[bucket] = counts
+    found = {name: find_crossing(by_source.get(name, {}), plan.rest) for name, plan in passes.items()}
+    return {name: crossing for name, crossing in found.items() if crossing is not None}
+
+
+def _candidates(documents: UnitDocuments, spec: MixtureSpec, passes: dict[str, SourcePlan],
+                crossings: dict[str, Crossing]):
+    """(source, (draw, id, occurrence, tokens)) of the unit's documents in its source's crossing bucket."""
+    plan = passes[_source(spec, documents)]
+    crossing = crossings.get(plan.name)
+    if crossing is None or not len(documents.lengths["train"]):
+        return
+    unit_draws = _draws(spec, plan, documents)
+    buckets = unit_draws >> np.uint64(64 - BUCKET_BITS)
+    ids = documents.ids["train"]
+    for i in np.flatnonzero(buckets == np.uint64(crossing.bucket)).tolist():
+        yield plan.name, (int(unit_draws[i]), ids[i].as_py(), int(documents.occurrences["train"][i]),
+                          int(documents.lengths["train"][i]))
+
+
+def _plans(passes: dict[str, SourcePlan], crossings: dict[str, Crossing],
+           candidates: list[tuple[str, Iterable]]) -> dict[str, SourcePlan]:
+    found = dict(candidates)
+    return {name: draw_last(plan, crossings[name], found.get(name, ())) if name in crossings else plan
+            for name, plan in passes.items()}
+
+
+def _mixed(documents: UnitDocuments, spec: MixtureSpec, plans: dict[str, SourcePlan]) -> Iterable[UnitDocuments]:
+    """The unit's documents in each repeat that holds some: its training documents
+    chosen for the repeat, and its held-out ones in repeat 0."""
+    plan = plans[_source(spec, documents)]
+    train, validation = documents.lengths["train"], documents.lengths["validation"]
+    ids = {split: source_ids(plan.name, documents.ids[split]) for split in SPLITS}
+    at = {split: documents.spill_offsets(split) for split in SPLITS}
+    drawing = plan.last is not None and len(train) > 0
+    unit_draws = _draws(spec, plan, documents) if drawing else np.zeros(len(train), np.uint64)
+    train_ids = documents.ids["train"].to_pylist() if drawing else [None] * len(train)
+    for repeat in range(max(plan.repeats, 1)):
+        mask = plan.chosen(repeat, unit_draws, train_ids, documents.occurrences["train"])
+        held = repeat == 0
+        if not mask.any() and not (held and len(validation)):
+            continue
+        lengths = {"train": train[mask], "validation": validation if held else validation[:0]}
+        chosen = {"train": ids["train"].filter(pa.array(mask)), "validation": ids["validation"] if held
+                  else ids["validation"].slice(0, 0)}
+        spilled_at = {"train": at["train"][mask], "validation": at["validation"] if held else at["validation"][:0]}
+        yield UnitDocuments((repeat, *documents.key), lengths, chosen, spilled_at)
+
+
+class MixedSources(NamedTuple):
+    """What MixSources gives: the units of the mixture's stream, and one element,
+    {source: SourcePlan}, the mixture's plan."""
+
+    documents: beam.PCollection
+    plans: beam.PCollection
+
+
+@dataclasses.dataclass
+class MixSources(beam.PTransform):
+    """Turns the spilled units of a mixture's sources into the units of its stream.
+
+    Apply to the ``UnitDocuments`` of every unit, spilled with their keys.
+
+    Args:
+      spec: the sources, their budgets and the seed of the draws.
+    """
+
+    spec: MixtureSpec
+
+    def __post_init__(self):
+        super().__init__()
+
+    def expand(self, documents):
+        spec, single = self.spec, beam.pvalue.AsSingleton
+        passes = (
+            documents
+            | "SourceCounts" >> beam.Map(lambda d: (_source(spec, d), _counts(d)))
+            | "SumSources" >> beam.CombinePerKey(sum)
+            | "AllSources" >> beam.combiners.ToList()
+            | "Passes" >> beam.Map(_passes, spec)
+        )
+        crossings = (
+            documents
+            | "Buckets" >> beam.FlatMap(_buckets, spec, single(passes))
+            | "SumBuckets" >> beam.CombinePerKey(sum)
+            | "AllBuckets" >> beam.combiners.ToList()
+            | "Crossings" >> beam.Map(_crossings, single(passes))
+        )
+        candidates = (
+            documents
+            | "Candidates" >> beam.FlatMap(_candidates, spec, single(passes), single(crossings))
+            | "GroupCandidates" >> beam.GroupByKey()
+            | "CandidateLists" >> beam.MapTuple(lambda name, found: (name, list(found)))
+        )
+        plans = passes | "Plans" >> beam.Map(_plans, single(crossings), beam.pvalue.AsList(candidates))
+        mixed = documents | "Mixed" >> beam.FlatMap(_mixed, spec, single(plans))
+        return MixedSources(mixed, plans)
