@@ -209,7 +209,7 @@ def find_crossing(counts: Mapping[int, Sequence[int]], rest: int) -> Crossing | 
     None when nothing is drawn (``rest`` 0) or the buckets hold fewer tokens."""
     tokens = documents = 0
     for bucket in sorted(counts):
-        bucket_tokens, bucket_documents = counts[bucket]
+        bucket_tokens, bucket_documents = (int(n) for n in counts[bucket])
         if rest and tokens + bucket_tokens >= rest:
             return Crossing(bucket, tokens, documents)
         tokens, documents = tokens + bucket_tokens, documents + bucket_documents
