@@ -6,7 +6,6 @@ plain sort of all of them by (draw, id, occurrence) chooses, and the budget is
 met to within one document.
 """
 
-import hashlib
 from fractions import Fraction
 
 import numpy as np
@@ -14,23 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.reference_packer import plain_draw
 from transforms.pack.mixture_plan import (
     MixtureSpec, SourceCounts, bucket_counts, draw_last, draws, find_crossing, plan_mixture_json, plan_source,
     weighted_budgets,
 )
 from transforms.pack.sequence_order import id_hashes
-
-MASK = 2**64 - 1
-
-
-def plain_draw(key_hash: int, seed: int, name: str, repeat: int) -> int:
-    """The draw, from its definition: SplitMix64's finaliser of the key's hash XOR a
-    BLAKE2b salt of (seed, source, repeat), in Python integers."""
-    z = key_hash ^ int.from_bytes(hashlib.blake2b(f"{seed}:{name}:{repeat}".encode(), digest_size=8).digest(), "little")
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
-    return z ^ (z >> 31)
-
 
 def plain_chosen(docs, budget, seed=0, name="web"):
     """{repeat: indices of the documents it holds}: full passes, then the documents
