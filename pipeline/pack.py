@@ -125,7 +125,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
                      for name in sources.names}
         pack_sources.check_shards(by_source)
         shards = sorted(path for paths in by_source.values() for path in paths)
-        units, mixture = source_units([by_source[name] for name in sources.names]), sources.spec(by_source, args.seed)
+        units, mixture = source_units([by_source[name] for name in sources.names]), sources.spec(args.seed)
     inputs, transform = _check_arguments(args, shards, output, mixture)
     output.clear_leftovers()
 

@@ -1,4 +1,5 @@
-"""``beam-bpe pack --source NAME=SHARD_GLOB ...``: named sources with token budgets, checked before the job.
+"""``beam-bpe pack --source NAME=SHARD_GLOB ...`` (and ``encode --pack N --source NAME=GLOB ...``, whose
+sources are corpora, each encoded on its own): named sources with token budgets, checked before the job.
 
     beam-bpe pack --source web='web/' --source code='code/part-*.parquet' \\
         --source-tokens web=3000000 --source-tokens code=1000000 --seq-len 2048 --output mix/
@@ -26,22 +27,28 @@ from typing import Callable, Sequence
 from pipeline.errors import UserError
 from transforms.pack import MixtureSpec, describe_shards, weighted_budgets
 
-__all__ = ["MIXTURE_FILE", "Sources", "add_arguments", "check_result", "check_shards", "parse", "summary"]
+__all__ = [
+    "MIXTURE_FILE", "Sources", "add_arguments", "check_disjoint", "check_result", "check_shards", "parse", "summary",
+]
 
 MIXTURE_FILE = "mixture.json"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--source", action="append", default=[], metavar="NAME=SHARD_GLOB",
-                        help="a named source of token shards (repeatable, instead of --input); needs budgets")
-    parser.add_argument("--source-tokens", action="append", default=[], metavar="NAME=N",
-                        help="the training tokens of a source, exactly (to within one document); repeated or "
-                        "subsampled by whole documents as needed")
-    parser.add_argument("--source-weight", action="append", default=[], metavar="NAME=W",
-                        help="a source's share of --total-tokens, in proportion to its weight")
-    parser.add_argument("--total-tokens", type=int, default=0, metavar="N",
-                        help="with --source-weight: the training tokens of the whole mixture")
+def add_arguments(parser: argparse.ArgumentParser, inputs: str = "token shards") -> dict[str, object]:
+    """The flags of sources and budgets (``inputs``: what a source's glob names); returns {dest: default} of each."""
+    options = [
+        parser.add_argument("--source", action="append", default=[], metavar="NAME=GLOB",
+                            help=f"a named source of {inputs} (repeatable, instead of --input); needs budgets"),
+        parser.add_argument("--source-tokens", action="append", default=[], metavar="NAME=N",
+                            help="the training tokens of a source, exactly (to within one document); repeated or "
+                            "subsampled by whole documents as needed"),
+        parser.add_argument("--source-weight", action="append", default=[], metavar="NAME=W",
+                            help="a source's share of --total-tokens, in proportion to its weight"),
+        parser.add_argument("--total-tokens", type=int, default=0, metavar="N",
+                            help="with --source-weight: the training tokens of the whole mixture"),
+    ]
+    return {option.dest: option.default for option in options}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,11 +63,10 @@ class Sources:
     def names(self) -> list[str]:
         return sorted(self.globs)
 
-    def spec(self, shards: dict[str, list[str]], seed: int) -> MixtureSpec:
+    def spec(self, seed: int) -> MixtureSpec:
         names = self.names
         weights = tuple(float(self.weights[n]) for n in names) if self.weights else None
-        return MixtureSpec(tuple(names), tuple(self.budgets[n] for n in names),
-                           tuple(len(set(shards[n])) for n in names), seed, weights)
+        return MixtureSpec(tuple(names), tuple(self.budgets[n] for n in names), seed, weights)
 
 
 def _pairs(flag: str, values: Sequence[str], parse_value: Callable[[str], object]) -> dict[str, object]:
@@ -116,12 +122,12 @@ def parse(args: argparse.Namespace) -> Sources | None:
                                              ("--total-tokens", args.total_tokens)) if value]
     if not args.source:
         if budget_flags:
-            raise UserError(f"{budget_flags[0]} needs named sources: --source NAME=SHARD_GLOB ...")
+            raise UserError(f"{budget_flags[0]} needs named sources: --source NAME=GLOB ...")
         if not args.input:
-            raise UserError("give the token shards: --input SHARD_GLOB, or --source NAME=SHARD_GLOB ...")
+            raise UserError("give the inputs: --input GLOB, or --source NAME=GLOB ...")
         return None
     if args.input:
-        raise UserError("give --input or --source NAME=SHARD_GLOB, not both")
+        raise UserError("give --input or --source NAME=GLOB, not both")
     globs = _pairs("--source", args.source, None)
     names = sorted(globs)
     if args.source_tokens and (args.source_weight or args.total_tokens):
@@ -145,15 +151,21 @@ def parse(args: argparse.Namespace) -> Sources | None:
     return Sources(globs, budgets, weights)
 
 
-def check_shards(shards: dict[str, list[str]]) -> None:
-    """Each source's shards are token shards of one tokenizer that hold tokens,
-    and no shard belongs to two sources."""
+def check_disjoint(files: dict[str, list[str]]) -> None:
+    """No file belongs to two sources."""
     owner: dict[str, str] = {}
-    for name in sorted(shards):
-        for path in shards[name]:
+    for name in sorted(files):
+        for path in files[name]:
             if owner.setdefault(path, name) != name:
                 raise UserError(f"--source {owner[path]} and --source {name} both hold {path}; "
                                 "a document belongs to one source")
+
+
+def check_shards(shards: dict[str, list[str]]) -> None:
+    """Each source's shards are token shards of one tokenizer that hold tokens,
+    and no shard belongs to two sources."""
+    check_disjoint(shards)
+    for name in sorted(shards):
         try:
             tokens = describe_shards(shards[name]).tokens
         except ValueError as e:
@@ -166,6 +178,9 @@ def check_result(mixture: dict) -> None:
     """A source whose budget could not be met (the validation split left it no
     training tokens) is an error, not a smaller mixture."""
     for name, source in mixture["sources"].items():
+        if not source["available"]["tokens"]:
+            raise UserError(f"--source {name}: it holds no tokens, so its budget of {source['budget']} training "
+                            "tokens cannot be met; nothing was written")
         if not source["train"]["tokens"]:
             raise UserError(
                 f"--source {name}: the validation split holds all its {source['held_out']['documents']} documents, "

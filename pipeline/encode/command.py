@@ -6,6 +6,7 @@ import argparse
 
 from pipeline import progress
 from pipeline.encode import job, packed
+from pipeline.errors import UserError
 
 __all__ = ["add_arguments", "run"]
 
@@ -18,6 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     packed.check_packing_flags(args)
+    if not args.input and not (args.pack and args.source):
+        raise UserError("the following arguments are required: --input"
+                        + (" (or, with --pack, --source NAME=GLOB ...)" if args.pack else ""))
     if args.pack:
         return packed.run(args, beam_args)
     return job.run(args, beam_args)

@@ -199,3 +199,40 @@ def test_mistakes_in_sources_and_budgets_are_one_line_errors(shards, tmp_path, c
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("beam-bpe pack: error: ") and message in err[0], (argv, err)
     assert not (tmp_path / "out").exists()
+
+
+def test_encode_with_pack_and_sources_equals_encode_then_pack_of_the_sources(tmp_path):
+    from pipeline import cli
+    from tests.support.cli import encode_and_pack
+    from tests.support.real_text import stdlib_lines
+    from tests.support.toy_tokenizers import train_small
+
+    lines = stdlib_lines()[:600]
+    tok_path = train_small([line.decode() for line in lines], vocab_size=450).save(str(tmp_path / "tok"))
+    parts = {"web": lines[:300], "code": lines[300:500], "wiki": lines[500:]}
+    for name, part in parts.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "corpus.txt").write_bytes(b"".join(part))
+    (tmp_path / "code" / "bad.jsonl").write_bytes(b'{"text": "fine"}\n{not json\n')
+    common = ["--tokenizer", tok_path, "--append-eos", *IN_MEMORY]
+    budgets = ["--source-tokens", "web=3000", "--source-tokens", "code=9000", "--source-tokens", "wiki=2500"]
+    pack_argv = ["--seed", "2", "--validation-fraction", "0.1", *budgets, *IN_MEMORY]
+    for name in parts:
+        assert cli.main(["encode", *common, "--input", str(tmp_path / name / "*"),
+                         "--output", str(tmp_path / f"shards-{name}")]) == 0
+    two = tmp_path / "two"
+    assert pack(*[f for name in parts for f in ("--source", f"{name}={tmp_path / f'shards-{name}'}")],
+                "--seq-len", "64", "--output", str(two), *pack_argv) == 0
+    one = tmp_path / "one"
+    assert encode_and_pack(*common, *[f for name in parts for f in ("--source", f"{name}={tmp_path / name / '*'}")],
+                           "--output", str(one), "--pack", "64", *pack_argv) == 0
+    for split in ("train", "validation"):
+        assert read_packed_parquet(one, split) == read_packed_parquet(two, split)
+    assert read_json(one, "mixture.json") == read_json(two, "mixture.json")
+    both, separate = read_json(one, "stats.json"), read_json(two, "stats.json")
+    encoded = both.pop("encode")
+    assert {name: s["dead_letters"] for name, s in encoded["sources"].items()} == {"code": 1, "web": 0, "wiki": 0}
+    assert both == separate
+    letters = {p.name: p.read_text().splitlines() for p in (one / "dead_letters").iterdir()}
+    assert sorted(letters) == [f"dead_letters-{name}-00000-of-00001.jsonl" for name in ("code", "web", "wiki")]
+    assert [json.loads(line)["record"] for line in letters["dead_letters-code-00000-of-00001.jsonl"]] == [2]

@@ -25,13 +25,15 @@ Plain functions that read and write files through Beam's filesystems (no PTransf
 
 from transforms.pack.input_shards import ShardsInfo, bad_token_shard, describe_shards
 from transforms.pack.mixture_plan import MixtureSpec, plan_mixture_json, weighted_budgets
-from transforms.pack.pack_sequences import PackedSequences, PackSequences, ShardUnits, shard_units, source_units
+from transforms.pack.pack_sequences import (
+    PackedSequences, PackSequences, ShardUnits, SourceUnits, shard_units, source_units,
+)
 from transforms.pack.sequence_formats import FORMATS, SUFFIXES, check_format
 from transforms.pack.sequence_order import SPLITS
 from transforms.pack.write_sequences import WriteFiles, WriteSequences, written_counts
 
 __all__ = [
-    "PackSequences", "PackedSequences", "ShardUnits", "shard_units", "source_units", "MixtureSpec",
+    "PackSequences", "PackedSequences", "ShardUnits", "SourceUnits", "shard_units", "source_units", "MixtureSpec",
     "plan_mixture_json", "weighted_budgets", "ShardsInfo", "bad_token_shard", "describe_shards",
     "SPLITS", "WriteSequences", "WriteFiles", "written_counts", "FORMATS", "SUFFIXES", "check_format",
 ]

@@ -36,7 +36,6 @@ every source once, in input order.
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import hashlib
 from fractions import Fraction
@@ -47,46 +46,46 @@ import numpy as np
 from transforms.pack.sequence_order import Key, keys_at_most, splitmix64
 
 __all__ = [
-    "BUCKET_BITS", "MixtureSpec", "SourceCounts", "SourcePlan", "Crossing", "weighted_budgets", "draws",
+    "BUCKET_BITS", "FILES_PER_SOURCE", "MixtureSpec", "SourceCounts", "SourcePlan", "Crossing", "weighted_budgets", "draws",
     "plan_source", "bucket_counts", "find_crossing", "draw_last", "plan_mixture_json",
 ]
 
 # Draws are counted in 2**BUCKET_BITS buckets, so the documents gathered on one
 # worker to find the exact end of a draw are about 1/65536 of a source's.
 BUCKET_BITS = 16
+# Input files are numbered source by source: file k of source s is s * FILES_PER_SOURCE + k,
+# so any worker knows a unit's source from its key alone.
+FILES_PER_SOURCE = 1 << 20
 
 
 @dataclasses.dataclass(frozen=True)
 class MixtureSpec:
     """What the user asked for: the sources in name order, each with its budget
-    of training tokens and its number of input files (the files of a job are
-    numbered source after source), and the seed of the draws.
+    of training tokens, and the seed of the draws.
 
     Attributes:
       names: the sources' names, sorted.
       budgets: training tokens per source.
-      files: input shards per source.
       seed: the seed of the draws.
       weights: the weights the budgets came from, when given (for mixture.json).
     """
 
     names: tuple[str, ...]
     budgets: tuple[int, ...]
-    files: tuple[int, ...]
     seed: int = 0
     weights: tuple[float, ...] | None = None
 
     def __post_init__(self):
         if list(self.names) != sorted(set(self.names)):
             raise ValueError("source names must be unique and in sorted order")
-        if len(self.budgets) != len(self.names) or len(self.files) != len(self.names):
-            raise ValueError("one budget and one file count per source")
-        if any(b < 1 for b in self.budgets) or any(f < 1 for f in self.files):
-            raise ValueError("every source needs a budget of at least one token and at least one file")
+        if len(self.budgets) != len(self.names):
+            raise ValueError("one budget per source")
+        if any(b < 1 for b in self.budgets):
+            raise ValueError("every source needs a budget of at least one token")
 
     def source_of(self, file: int) -> int:
         """The source (its index in ``names``) of input file number ``file``."""
-        return bisect.bisect_right(np.cumsum(self.files).tolist(), file)
+        return file // FILES_PER_SOURCE
 
 
 @dataclasses.dataclass(frozen=True)

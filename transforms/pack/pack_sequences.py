@@ -44,7 +44,7 @@ from transforms import metrics
 from transforms.coders import SizedPickleCoder
 from transforms.pack.input_shards import Unit, open_shard
 from transforms.pack.mix_sources import MixSources
-from transforms.pack.mixture_plan import MixtureSpec
+from transforms.pack.mixture_plan import FILES_PER_SOURCE, MixtureSpec
 from transforms.pack.spill import SpillReader, spill_path, spill_unit
 from transforms.pack.packing_algorithm import (
     Layout, Offsets, Pieces, SequenceBlock, UnitDocuments, assemble, cut_stream, pack_window, plan_splits,
@@ -52,7 +52,7 @@ from transforms.pack.packing_algorithm import (
 )
 from transforms.pack.sequence_order import SPLITS, Occurrences, ValidationRule, id_hashes, smallest_keys
 
-__all__ = ["PackSequences", "PackedSequences", "ShardUnits", "shard_units", "source_units"]
+__all__ = ["PackSequences", "PackedSequences", "ShardUnits", "SourceUnits", "shard_units", "source_units"]
 
 
 class PiecesCoder(SizedPickleCoder):
@@ -82,13 +82,16 @@ def shard_units(paths: Sequence[str]) -> list[Unit]:
 
 
 def source_units(sources: Sequence[Sequence[str]]) -> list[Unit]:
-    """The units of a mixture's sources (each a list of shard paths), in stream order:
-    the sources in the order given, each one's paths sorted, then row groups; the
-    files are numbered source after source (``MixtureSpec.files``)."""
-    paths = [path for source in sources for path in sorted(set(source))]
+    """The units of a mixture's sources (each a list of shard paths, in the order of
+    ``MixtureSpec.names``), in stream order: source after source, each one's paths
+    sorted, then row groups; file k of source s is numbered s * FILES_PER_SOURCE + k."""
+    paths = [path for source in sources for path in set(source)]
     if len(set(paths)) != len(paths):
         raise ValueError("a shard belongs to two sources")
-    return [Unit(file, path, row_group) for file, path in enumerate(paths)
+    if max((len(set(source)) for source in sources), default=0) > FILES_PER_SOURCE:
+        raise ValueError(f"a source of more than {FILES_PER_SOURCE} shards")
+    return [Unit(s * FILES_PER_SOURCE + k, path, row_group) for s, source in enumerate(sources)
+            for k, path in enumerate(sorted(set(source)))
             for row_group in range(open_shard(path).metadata.num_row_groups)]
 
 
@@ -104,6 +107,33 @@ class ShardUnits(beam.PTransform):
             paths
             | "AllShards" >> beam.combiners.ToList()
             | "Units" >> beam.FlatMap(shard_units)
+            | "SpreadUnits" >> beam.Reshuffle()
+        )
+
+
+def _units_of_sources(tagged: list[tuple[int, str]], sources: int) -> list[Unit]:
+    return source_units([[path for s, path in tagged if s == source] for source in range(sources)])
+
+
+@dataclasses.dataclass
+class SourceUnits(beam.PTransform):
+    """A PCollection of (source index, token shard path) -> the units of a mixture's
+    sources (``source_units``), spread over workers.
+
+    Args:
+      sources: the number of sources (in the order of ``MixtureSpec.names``).
+    """
+
+    sources: int
+
+    def __post_init__(self):
+        super().__init__()
+
+    def expand(self, tagged):
+        return (
+            tagged
+            | "AllShards" >> beam.combiners.ToList()
+            | "Units" >> beam.FlatMap(_units_of_sources, self.sources)
             | "SpreadUnits" >> beam.Reshuffle()
         )
 

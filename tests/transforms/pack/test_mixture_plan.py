@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tests.support.reference_packer import plain_draw
 from transforms.pack.mixture_plan import (
-    MixtureSpec, SourceCounts, bucket_counts, draw_last, draws, find_crossing, plan_mixture_json, plan_source,
+    FILES_PER_SOURCE, MixtureSpec, SourceCounts, bucket_counts, draw_last, draws, find_crossing, plan_mixture_json, plan_source,
     weighted_budgets,
 )
 from transforms.pack.sequence_order import id_hashes
@@ -103,7 +103,7 @@ def test_epochs_of_two_point_six_are_two_full_passes_and_sixty_percent_of_a_thir
     docs = [(f"doc{i}", 0, 10) for i in range(100)]  # 1000 tokens in documents of 10
     plan, _ = distributed_plan(docs, 2600, [7, 50], bits)
     assert (plan.full, plan.rest, plan.drawn, plan.train_tokens) == (2, 600, (60, 600), 2600)
-    mixture = plan_mixture_json(MixtureSpec(("web",), (2600,), (1,)), {"web": plan})
+    mixture = plan_mixture_json(MixtureSpec(("web",), (2600,)), {"web": plan})
     assert mixture["sources"]["web"]["epochs"] == 2.6
     assert mixture["sources"]["web"]["train"] == {"documents": 260, "tokens": 2600, "full_passes": 2}
 
@@ -125,12 +125,13 @@ def test_weighted_budgets_of_decimal_weights_are_exact():
 
 
 def test_the_spec_knows_each_files_source_and_refuses_what_cannot_be_met():
-    spec = MixtureSpec(("code", "web", "wiki"), (5, 6, 7), (2, 1, 3))
-    assert [spec.source_of(f) for f in range(6)] == [0, 0, 1, 2, 2, 2]
+    spec = MixtureSpec(("code", "web", "wiki"), (5, 6, 7))
+    files = [0, 1, FILES_PER_SOURCE, 2 * FILES_PER_SOURCE, 2 * FILES_PER_SOURCE + 7]
+    assert [spec.source_of(f) for f in files] == [0, 0, 1, 2, 2]
     with pytest.raises(ValueError):
-        MixtureSpec(("web", "code"), (1, 1), (1, 1))  # not in name order
+        MixtureSpec(("web", "code"), (1, 1))  # not in name order
     with pytest.raises(ValueError):
-        MixtureSpec(("code", "web"), (0, 1), (1, 1))  # a budget of 0
+        MixtureSpec(("code", "web"), (0, 1))  # a budget of 0
 
 
 def test_a_source_without_training_tokens_draws_nothing():
