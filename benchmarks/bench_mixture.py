@@ -23,7 +23,7 @@ import statistics
 import sys
 import tempfile
 
-from benchmarks.bench_pack import BEAM_BPE, timed_run, token_shards
+from benchmarks.bench_pack import BEAM_BPE, add_shard_arguments, timed_run, token_shards
 from transforms.pack import describe_shards
 
 SOURCES = {"web": slice(0, 3), "code": slice(3, 6), "books": slice(6, 8)}
@@ -37,11 +37,8 @@ def budgets(groups: dict[str, list[str]], total: int) -> dict[str, int]:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mb", type=float, default=200)
-    parser.add_argument("--vocab", type=int, default=8192)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--seq-len", type=int, default=2048)
-    parser.add_argument("--repeat", type=int, default=3)
+    add_shard_arguments(parser, mb=200)
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each, alternating; the medians count")
     args = parser.parse_args(argv)
 
     shards = sorted(glob.glob(os.path.join(token_shards(args.mb, args.vocab, args.workers), "part-*.parquet")))

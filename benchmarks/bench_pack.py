@@ -176,12 +176,17 @@ def empty_job(workers: int) -> tuple[float, float, list[int]]:
     return run.seconds, run.cpu, peaks
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mb", type=float, default=50)
+def add_shard_arguments(parser: argparse.ArgumentParser, mb: float) -> None:
+    """The flags of the benchmark's token shards and of the pack jobs on them."""
+    parser.add_argument("--mb", type=float, default=mb)
     parser.add_argument("--vocab", type=int, default=8192)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seq-len", type=int, default=2048)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_shard_arguments(parser, mb=50)
     parser.add_argument("--encode", action="store_true", help="only compare encode with encode --pack")
     parser.add_argument("--repeat", type=int, default=1, help="with --encode: runs of each, the best counts")
     args = parser.parse_args(argv)
