@@ -167,7 +167,7 @@ def test_mistakes_in_sources_and_budgets_are_one_line_errors(shards, tmp_path, c
     web, code = f"web={one / 'web'}", f"code={one / 'code'}"
     base = ["--seq-len", "8", "--output", str(tmp_path / "out"), *IN_MEMORY]
     cases = [
-        ([], "give the token shards"),
+        ([], "give the inputs: --input GLOB, or --source NAME=GLOB"),
         (["--input", str(one / "web"), "--source", web, "--source-tokens", "web=5"], "not both"),
         (["--input", str(one / "web"), "--source-tokens", "web=5"], "--source-tokens needs named sources"),
         (["--input", str(one / "web"), "--total-tokens", "5"], "--total-tokens needs named sources"),
@@ -236,3 +236,31 @@ def test_encode_with_pack_and_sources_equals_encode_then_pack_of_the_sources(tmp
     letters = {p.name: p.read_text().splitlines() for p in (one / "dead_letters").iterdir()}
     assert sorted(letters) == [f"dead_letters-{name}-00000-of-00001.jsonl" for name in ("code", "web", "wiki")]
     assert [json.loads(line)["record"] for line in letters["dead_letters-code-00000-of-00001.jsonl"]] == [2]
+
+
+def test_encode_takes_sources_only_with_pack_and_needs_some_input(tmp_path, capsys):
+    from pipeline import cli
+    from tests.support.toy_tokenizers import train_small
+
+    tok_path = train_small(["a few words of text"] * 3, vocab_size=270).save(str(tmp_path / "tok"))
+    (tmp_path / "corpus.txt").write_text("one\ntwo\n")
+    base = ["encode", "--tokenizer", tok_path, "--output", str(tmp_path / "out"), *IN_MEMORY]
+    web = f"web={tmp_path / 'corpus.txt'}"
+    cases = [
+        (["--source", web], "--source applies only with --pack N"),
+        (["--input", str(tmp_path / "corpus.txt"), "--total-tokens", "5"], "--total-tokens applies only with --pack N"),
+        ([], "the following arguments are required: --input"),
+        (["--pack", "8"], "the following arguments are required: --input (or, with --pack, --source NAME=GLOB ...)"),
+        (["--pack", "8", "--input", str(tmp_path / "corpus.txt"), "--source", web, "--source-tokens", "web=4"],
+         "give --input or --source NAME=GLOB, not both"),
+        (["--pack", "8", "--source", web], "--source needs budgets"),
+        (["--pack", "8", "--source", web, "--source", f"code={tmp_path / 'corpus.txt'}", "--source-tokens", "web=4",
+          "--source-tokens", "code=4"], "both hold"),
+        (["--pack", "8", "--source", web, "--source", f"code={tmp_path / 'none-*.txt'}", "--source-tokens", "web=4",
+          "--source-tokens", "code=4"], "no file matches"),
+    ]
+    for argv, message in cases:
+        assert cli.main([*base, *argv]) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err[-1].startswith("beam-bpe encode: error: ") and message in err[-1], (argv, err)
+    assert not (tmp_path / "out" / "stats.json").exists()

@@ -4,8 +4,8 @@ The algorithm is ``transforms.pack.mixture_plan``; here it runs on workers,
 with only counts and a few documents' keys crossing between them:
 
     documents ──SourceCounts──> Passes (side input: each source's full passes, rest)
-      ├── Buckets ──> sums per (source, bucket of draws) ──> Crossings (side input)
-      ├── Candidates (the documents of each crossing bucket) ──> GroupByKey ──> Plans (side input)
+      ├── Buckets ──> sums per source and bucket of draws ──> Crossings (side input)
+      ├── Candidates (the documents of each crossing bucket) ──> Plans (side input)
       └── Mixed: per unit, one unit per repeat that holds its documents ──> the stream's units
 
 The documents must come with their keys (``spill_unit(..., with_keys=True)``).
@@ -25,7 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from transforms.pack.mixture_plan import (
-    BUCKET_BITS, Crossing, MixtureSpec, SourceCounts, SourcePlan, bucket_counts, draw_last, draws, find_crossing, plan_source,
+    BUCKET_BITS, BucketCounts, Crossing, MixtureSpec, SourceCounts, SourcePlan, draw_last, draws, find_crossing,
+    plan_source,
 )
 from transforms.pack.packing_algorithm import UnitDocuments
 from transforms.pack.sequence_order import SPLITS
@@ -48,9 +49,9 @@ def _counts(documents: UnitDocuments) -> SourceCounts:
 
 
 def _passes(counts: list[tuple[str, SourceCounts]], spec: MixtureSpec) -> dict[str, SourcePlan]:
-    found = dict(counts)
     empty = SourceCounts(dict.fromkeys(SPLITS, 0), dict.fromkeys(SPLITS, 0))
-    return {name: plan_source(name, budget, found.get(name, empty)) for name, budget in zip(spec.names, spec.budgets)}
+    found = {name: sum((c for n, c in counts if n == name), empty) for name in spec.names}
+    return {name: plan_source(name, budget, found[name]) for name, budget in zip(spec.names, spec.budgets)}
 
 
 def _draws(spec: MixtureSpec, plan: SourcePlan, documents: UnitDocuments) -> np.ndarray:
@@ -59,17 +60,15 @@ def _draws(spec: MixtureSpec, plan: SourcePlan, documents: UnitDocuments) -> np.
 
 
 def _buckets(documents: UnitDocuments, spec: MixtureSpec, passes: dict[str, SourcePlan]):
+    """(source, BucketCounts) of the unit's training documents, where its source draws."""
     plan = passes[_source(spec, documents)]
     if plan.rest and len(documents.lengths["train"]):
-        for bucket, counts in bucket_counts(_draws(spec, plan, documents), documents.lengths["train"]):
-            yield (plan.name, bucket), counts
+        yield plan.name, BucketCounts.of(_draws(spec, plan, documents), documents.lengths["train"])
 
 
-def _crossings(buckets: list, passes: dict[str, SourcePlan]) -> dict[str, Crossing]:
-    by_source: dict[str, dict] = {}
-    for (name, bucket), counts in buckets:
-        by_source.setdefault(name, {})[bucket] = counts
-    found = {name: find_crossing(by_source.get(name, {}), plan.rest) for name, plan in passes.items()}
+def _crossings(buckets: list[tuple[str, BucketCounts]], passes: dict[str, SourcePlan]) -> dict[str, Crossing]:
+    counts = dict(buckets)
+    found = {name: find_crossing(counts[name], plan.rest) for name, plan in passes.items() if name in counts}
     return {name: crossing for name, crossing in found.items() if crossing is not None}
 
 
@@ -89,10 +88,9 @@ def _candidates(documents: UnitDocuments, spec: MixtureSpec, passes: dict[str, S
 
 
 def _plans(passes: dict[str, SourcePlan], crossings: dict[str, Crossing],
-           candidates: list[tuple[str, Iterable]]) -> dict[str, SourcePlan]:
-    found = dict(candidates)
-    return {name: draw_last(plan, crossings[name], found.get(name, ())) if name in crossings else plan
-            for name, plan in passes.items()}
+           candidates: list[tuple[str, tuple]]) -> dict[str, SourcePlan]:
+    return {name: draw_last(plan, crossings[name], [c for n, c in candidates if n == name])
+            if name in crossings else plan for name, plan in passes.items()}
 
 
 def _mixed(documents: UnitDocuments, spec: MixtureSpec, plans: dict[str, SourcePlan]) -> Iterable[UnitDocuments]:
@@ -142,26 +140,26 @@ class MixSources(beam.PTransform):
 
     def expand(self, documents):
         spec, single = self.spec, beam.pvalue.AsSingleton
+        # Every step between Spill and Mixed moves one small element per unit (or
+        # per document of a crossing bucket), so the mixture's cost is a few stages.
         passes = (
             documents
             | "SourceCounts" >> beam.Map(lambda d: (_source(spec, d), _counts(d)))
-            | "SumSources" >> beam.CombinePerKey(sum)
             | "AllSources" >> beam.combiners.ToList()
             | "Passes" >> beam.Map(_passes, spec)
         )
         crossings = (
             documents
             | "Buckets" >> beam.FlatMap(_buckets, spec, single(passes))
-            | "SumBuckets" >> beam.CombinePerKey(sum)
+            | "SumBuckets" >> beam.CombinePerKey(BucketCounts.add)
             | "AllBuckets" >> beam.combiners.ToList()
             | "Crossings" >> beam.Map(_crossings, single(passes))
         )
         candidates = (
             documents
             | "Candidates" >> beam.FlatMap(_candidates, spec, single(passes), single(crossings))
-            | "GroupCandidates" >> beam.GroupByKey()
-            | "CandidateLists" >> beam.MapTuple(lambda name, found: (name, list(found)))
+            | "AllCandidates" >> beam.combiners.ToList()
         )
-        plans = passes | "Plans" >> beam.Map(_plans, single(crossings), beam.pvalue.AsList(candidates))
+        plans = passes | "Plans" >> beam.Map(_plans, single(crossings), single(candidates))
         mixed = documents | "Mixed" >> beam.FlatMap(_mixed, spec, single(plans))
         return MixedSources(mixed, plans)

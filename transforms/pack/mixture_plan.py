@@ -18,7 +18,7 @@ rest, the source's training documents (``tokens`` of them), the budget takes:
 
 The draw order is exact however the documents are spread: each unit counts
 the tokens of its documents per bucket of draws (the top ``BUCKET_BITS`` bits,
-``bucket_counts``); the sums give the bucket in which the draw crosses
+``BucketCounts``); the sums give the bucket in which the draw crosses
 ``rest`` (``find_crossing``); only that bucket's documents are gathered and
 sorted (``draw_last``), which gives the largest key drawn
 (``SourcePlan.last``). A document is drawn when its (draw, id, occurrence) is
@@ -47,7 +47,7 @@ from transforms.pack.sequence_order import Key, keys_at_most, splitmix64
 
 __all__ = [
     "BUCKET_BITS", "FILES_PER_SOURCE", "MixtureSpec", "SourceCounts", "SourcePlan", "Crossing", "weighted_budgets", "draws",
-    "plan_source", "bucket_counts", "find_crossing", "draw_last", "plan_mixture_json",
+    "plan_source", "BucketCounts", "find_crossing", "draw_last", "plan_mixture_json",
 ]
 
 # Draws are counted in 2**BUCKET_BITS buckets, so the documents gathered on one
@@ -182,15 +182,34 @@ def plan_source(name: str, budget: int, counts: SourceCounts) -> SourcePlan:
     return SourcePlan(name, budget, documents, tokens, held_out, full, rest)
 
 
-def bucket_counts(draws_of_repeat: np.ndarray, lengths: np.ndarray,
-                  bits: int = BUCKET_BITS) -> Iterable[tuple[int, np.ndarray]]:
-    """(bucket, [tokens, documents]) of these documents, per bucket of their draws."""
-    buckets = (np.asarray(draws_of_repeat, np.uint64) >> np.uint64(64 - bits)).astype(np.int64)
-    found, inverse = np.unique(buckets, return_inverse=True)
-    tokens = np.bincount(inverse, weights=lengths, minlength=len(found)).astype(np.int64)
-    documents = np.bincount(inverse, minlength=len(found)).astype(np.int64)
-    for bucket, t, d in zip(found.tolist(), tokens.tolist(), documents.tolist()):
-        yield bucket, np.array([t, d], np.int64)
+@dataclasses.dataclass(frozen=True)
+class BucketCounts:
+    """The tokens and documents of some documents per bucket of their draws
+    (buckets sorted, each once): one small element per unit, merged by ``add``."""
+
+    buckets: np.ndarray
+    tokens: np.ndarray
+    documents: np.ndarray
+
+    @classmethod
+    def of(cls, draws_of_repeat: np.ndarray, lengths: np.ndarray, bits: int = BUCKET_BITS) -> "BucketCounts":
+        """The counts of these documents, by the top ``bits`` bits of their draws."""
+        buckets = (np.asarray(draws_of_repeat, np.uint64) >> np.uint64(64 - bits)).astype(np.int64)
+        return cls._summed(buckets, np.asarray(lengths, np.int64), np.ones(len(buckets), np.int64))
+
+    @classmethod
+    def _summed(cls, buckets: np.ndarray, tokens: np.ndarray, documents: np.ndarray) -> "BucketCounts":
+        found, inverse = np.unique(buckets, return_inverse=True)
+        return cls(found, np.bincount(inverse, weights=tokens, minlength=len(found)).astype(np.int64),
+                   np.bincount(inverse, weights=documents, minlength=len(found)).astype(np.int64))
+
+    @classmethod
+    def add(cls, parts: Iterable["BucketCounts"]) -> "BucketCounts":
+        parts = list(parts)
+        if not parts:
+            return cls(*(np.zeros(0, np.int64) for _ in range(3)))
+        return cls._summed(*(np.concatenate([getattr(p, name) for p in parts])
+                             for name in ("buckets", "tokens", "documents")))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,16 +222,17 @@ class Crossing:
     documents_before: int
 
 
-def find_crossing(counts: Mapping[int, Sequence[int]], rest: int) -> Crossing | None:
-    """The crossing of a draw of ``rest`` tokens, from {bucket: (tokens, documents)};
-    None when nothing is drawn (``rest`` 0) or the buckets hold fewer tokens."""
-    tokens = documents = 0
-    for bucket in sorted(counts):
-        bucket_tokens, bucket_documents = (int(n) for n in counts[bucket])
-        if rest and tokens + bucket_tokens >= rest:
-            return Crossing(bucket, tokens, documents)
-        tokens, documents = tokens + bucket_tokens, documents + bucket_documents
-    return None
+def find_crossing(counts: BucketCounts, rest: int) -> Crossing | None:
+    """The crossing of a draw of ``rest`` tokens; None when nothing is drawn
+    (``rest`` 0) or the buckets hold fewer tokens."""
+    if not rest:
+        return None
+    through = np.cumsum(counts.tokens)
+    crossed = int(np.searchsorted(through, rest))  # the first bucket whose running tokens reach rest
+    if crossed == len(through):
+        return None
+    return Crossing(int(counts.buckets[crossed]), int(through[crossed] - counts.tokens[crossed]),
+                    int(counts.documents[:crossed].sum()))
 
 
 def draw_last(plan: SourcePlan, crossing: Crossing,

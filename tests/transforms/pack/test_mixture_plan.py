@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tests.support.reference_packer import plain_draw
 from transforms.pack.mixture_plan import (
-    FILES_PER_SOURCE, MixtureSpec, SourceCounts, bucket_counts, draw_last, draws, find_crossing, plan_mixture_json, plan_source,
+    BucketCounts, FILES_PER_SOURCE, MixtureSpec, SourceCounts, draw_last, draws, find_crossing, plan_mixture_json, plan_source,
     weighted_budgets,
 )
 from transforms.pack.sequence_order import id_hashes
@@ -49,10 +49,8 @@ def distributed_plan(docs, budget, cuts, bits, seed=0, name="web"):
     bounds = sorted({0, len(docs), *(c % (len(docs) + 1) for c in cuts)})
     units = [docs[a:b] for a, b in zip(bounds, bounds[1:])]
     unit_draws = [draws(id_hashes([i for i, _, _ in u], [o for _, o, _ in u]), seed, name, plan.full) for u in units]
-    buckets = {}
-    for unit, d in zip(units, unit_draws):
-        for bucket, sums in bucket_counts(d, np.array([length for _, _, length in unit], np.int64), bits):
-            buckets[bucket] = buckets.get(bucket, 0) + sums
+    buckets = BucketCounts.add(BucketCounts.of(d, np.array([length for _, _, length in unit], np.int64), bits)
+                               for unit, d in zip(units, unit_draws))
     crossing = find_crossing(buckets, plan.rest)
     if crossing is None:
         return plan, unit_draws
@@ -137,5 +135,5 @@ def test_the_spec_knows_each_files_source_and_refuses_what_cannot_be_met():
 def test_a_source_without_training_tokens_draws_nothing():
     plan = plan_source("web", 100, SourceCounts({"train": 0, "validation": 3}, {"train": 0, "validation": 40}))
     assert (plan.full, plan.rest, plan.repeats, plan.train_tokens) == (0, 100, 0, 0)
-    assert find_crossing({}, plan.rest) is None
+    assert find_crossing(BucketCounts.add([]), plan.rest) is None
     assert not plan.chosen(0, np.zeros(0, np.uint64), [], np.zeros(0, np.int64)).any()
