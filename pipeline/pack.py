@@ -163,19 +163,15 @@ def write_packed(units: beam.PCollection, transform: PackSequences, args: argpar
     _ = packed.blocks | "WriteSequences" >> WriteSequences(
         staging, args.format, vocab_size, metadata, loss_mask=transform.layout.has_padding
     )
+    found = [beam.pvalue.AsSingleton(packed.repeated_ids)]
+    if packed.mixture is not None:
+        found.append(beam.pvalue.AsSingleton(packed.mixture))
     _ = (
         packed.plans
-        | "PlanFile" >> beam.Map(lambda plans, repeated: (PLAN_FILE, plan_json(plans, repeated)),
-                                 beam.pvalue.AsSingleton(packed.repeated_ids))
+        | "PlanFile" >> beam.Map(lambda plans, *found: (PLAN_FILE, plan_json(plans, *found, spec=transform.mixture)),
+                                 *found)
         | "WritePlan" >> WriteFiles(staging)
     )
-    if packed.mixture is not None:
-        _ = (
-            packed.mixture
-            | "MixtureFile" >> beam.Map(lambda plans, spec: (pack_sources.MIXTURE_FILE, json.dumps(
-                plan_mixture_json(spec, plans), indent=2).encode()), transform.mixture)
-            | "WriteMixture" >> WriteFiles(staging)
-        )
 
 
 def publish(args: argparse.Namespace, output: outputs.StagedOutput, inputs: ShardsInfo, transform: PackSequences,
@@ -184,12 +180,13 @@ def publish(args: argparse.Namespace, output: outputs.StagedOutput, inputs: Shar
     outputs.delete(output.staging, (SPILL_DIR,))
     mixture = None
     if transform.mixture is not None:
-        mixture = outputs.read_json(FileSystems.join(output.staging, pack_sources.MIXTURE_FILE))
+        mixture = (outputs.read_json(FileSystems.join(output.staging, PLAN_FILE)) or {}).get("mixture")
         try:
             pack_sources.check_result(mixture)
         except UserError:
             outputs.delete(output.directory, (outputs.STAGING_DIR,))
             raise
+        outputs.write_json(FileSystems.join(output.staging, pack_sources.MIXTURE_FILE), mixture, indent=2)
     stats = collect_stats(output.staging, args.format, inputs, _settings(args, transform), mixture)
     if encoded is not None:
         stats["encode"] = encoded
@@ -351,14 +348,16 @@ def _settings(args: argparse.Namespace, transform: PackSequences) -> dict:
     }
 
 
-def plan_json(plans: dict, repeated_ids: int = 0) -> bytes:
-    """The job's plan of every split, and how many documents share their id with an
-    earlier one, as the driver reads them back."""
+def plan_json(plans: dict, repeated_ids: int = 0, mixture: dict | None = None, spec: MixtureSpec | None = None) -> bytes:
+    """The job's plan of every split, how many documents share their id with an
+    earlier one and, for a mixture, mixture.json (from its sources' plans
+    ``mixture`` and the ``spec``), as the driver reads them back."""
     return json.dumps({
         **{split: {"documents": plan.documents, "tokens": plan.tokens, "sequences": plan.sequences,
                    "dropped_tokens": plan.dropped_tokens, "padding_tokens": plan.padding_tokens, "files": plan.files}
            for split, plan in plans.items()},
         "repeated_ids": repeated_ids,
+        **({"mixture": plan_mixture_json(spec, mixture)} if mixture is not None else {}),
     }, indent=2).encode()
 
 
