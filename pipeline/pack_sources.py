@@ -69,8 +69,8 @@ class Sources:
         return MixtureSpec(tuple(names), tuple(self.budgets[n] for n in names), seed, weights)
 
 
-def _pairs(flag: str, values: Sequence[str], parse_value: Callable[[str], object]) -> dict[str, object]:
-    """{NAME: value} of NAME=VALUE flags; each name once."""
+def _pairs(flag: str, values: Sequence[str], parse_value: Callable[[str], object] | None) -> dict[str, object]:
+    """{NAME: value} of NAME=VALUE flags (the value parsed, when ``parse_value`` is given); each name once."""
     found = {}
     for text in values:
         name, equals, value = text.partition("=")
