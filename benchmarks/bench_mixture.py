@@ -23,7 +23,7 @@ import statistics
 import sys
 import tempfile
 
-from benchmarks.bench_pack import BEAM_BPE, add_shard_arguments, timed_run, token_shards
+from benchmarks.bench_pack import BEAM_BPE, add_shard_arguments, alternate, token_shards
 from transforms.pack import describe_shards
 
 SOURCES = {"web": slice(0, 3), "code": slice(3, 6), "books": slice(6, 8)}
@@ -64,16 +64,7 @@ def main(argv=None) -> None:
     }
     print(f"load: {os.getloadavg()[0]:.2f} (1 min average) on {os.cpu_count()} cores; {args.mb:g} MB, "
           f"{total:,} tokens in 8 shards; budgets {budget}")
-    seconds = {label: [] for label in commands}
-    cpu = {label: [] for label in commands}
-    for _ in range(args.repeat):
-        for label, command in commands.items():
-            run = timed_run(command)
-            if run.code:
-                sys.exit(f"{label} failed:\n{run.err.decode()[-3000:]}")
-            seconds[label].append(run.seconds)
-            cpu[label].append(run.cpu)
-            print(f"  {label}: {run.seconds:.2f} s, CPU {run.cpu:.2f} s (load {os.getloadavg()[0]:.2f})")
+    seconds, cpu = alternate(commands, args.repeat)
     for label, out in (("pack", "plain"), ("pack --source x3", "mixed")):
         with open(os.path.join(work, out, "stats.json")) as f:
             stats = json.load(f)
