@@ -60,14 +60,21 @@ def _draws(spec: MixtureSpec, plan: SourcePlan, documents: UnitDocuments) -> np.
 
 
 def _buckets(documents: UnitDocuments, spec: MixtureSpec, passes: dict[str, SourcePlan]):
-    """(source, BucketCounts) of the unit's training documents, where its source draws."""
+    """{source: BucketCounts} of the unit's training documents, where its source draws."""
     plan = passes[_source(spec, documents)]
     if plan.rest and len(documents.lengths["train"]):
-        yield plan.name, BucketCounts.of(_draws(spec, plan, documents), documents.lengths["train"])
+        yield {plan.name: BucketCounts.of(_draws(spec, plan, documents), documents.lengths["train"])}
 
 
-def _crossings(buckets: list[tuple[str, BucketCounts]], passes: dict[str, SourcePlan]) -> dict[str, Crossing]:
-    counts = dict(buckets)
+def _add_buckets(parts: Iterable[dict[str, BucketCounts]]) -> dict[str, BucketCounts]:
+    by_source: dict[str, list[BucketCounts]] = {}
+    for part in parts:
+        for name, counts in part.items():
+            by_source.setdefault(name, []).append(counts)
+    return {name: BucketCounts.add(counts) for name, counts in by_source.items()}
+
+
+def _crossings(counts: dict[str, BucketCounts], passes: dict[str, SourcePlan]) -> dict[str, Crossing]:
     found = {name: find_crossing(counts[name], plan.rest) for name, plan in passes.items() if name in counts}
     return {name: crossing for name, crossing in found.items() if crossing is not None}
 
@@ -151,8 +158,7 @@ class MixSources(beam.PTransform):
         crossings = (
             documents
             | "Buckets" >> beam.FlatMap(_buckets, spec, single(passes))
-            | "SumBuckets" >> beam.CombinePerKey(BucketCounts.add)
-            | "AllBuckets" >> beam.combiners.ToList()
+            | "SumBuckets" >> beam.CombineGlobally(_add_buckets)
             | "Crossings" >> beam.Map(_crossings, single(passes))
         )
         candidates = (
