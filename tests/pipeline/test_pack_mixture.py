@@ -264,3 +264,14 @@ def test_encode_takes_sources_only_with_pack_and_needs_some_input(tmp_path, caps
         err = capsys.readouterr().err.strip().splitlines()
         assert err[-1].startswith("beam-bpe encode: error: ") and message in err[-1], (argv, err)
     assert not (tmp_path / "out" / "stats.json").exists()
+
+
+def test_budgets_of_whole_passes_draw_nothing_and_are_met_exactly(mixed, shards, tmp_path):
+    available = {name: s["train_available"]["tokens"] for name, s in read_json(mixed, "mixture.json")["sources"].items()}
+    budgets = {"code": 2 * available["code"], "web": available["web"], "wiki": 3 * available["wiki"]}
+    out = tmp_path / "whole-passes"
+    assert pack(*mixture_flags(shards / "one", budgets), "--seq-len", "64", "--output", str(out), "--seed", str(SEED),
+                "--validation-fraction", str(FRACTION), *TWO_WORKERS) == 0
+    mixture = read_json(out, "mixture.json")["sources"]
+    assert {name: (s["train"]["tokens"], s["epochs"], s["train"]["full_passes"]) for name, s in mixture.items()} == {
+        "code": (budgets["code"], 2.0, 2), "web": (budgets["web"], 1.0, 1), "wiki": (budgets["wiki"], 3.0, 3)}

@@ -74,7 +74,7 @@ def _add_buckets(parts: Iterable[dict[str, BucketCounts]]) -> dict[str, BucketCo
     return {name: BucketCounts.add(counts) for name, counts in by_source.items()}
 
 
-def _crossings(counts: dict[str, BucketCounts], passes: dict[str, SourcePlan]) -> dict[str, Crossing]:
+def _crossings(passes: dict[str, SourcePlan], counts: dict[str, BucketCounts]) -> dict[str, Crossing]:
     found = {name: find_crossing(counts[name], plan.rest) for name, plan in passes.items() if name in counts}
     return {name: crossing for name, crossing in found.items() if crossing is not None}
 
@@ -149,23 +149,25 @@ class MixSources(beam.PTransform):
         spec, single = self.spec, beam.pvalue.AsSingleton
         # Every step between Spill and Mixed moves one small element per unit (or
         # per document of a crossing bucket), so the mixture's cost is a few stages.
+        # Combines without defaults (an empty input gives no element, read as the side
+        # input's default) spare the stages that would insert one.
         passes = (
             documents
             | "SourceCounts" >> beam.Map(lambda d: (_source(spec, d), _counts(d)))
-            | "AllSources" >> beam.combiners.ToList()
-            | "Passes" >> beam.Map(_passes, spec)
+            | "AllSources" >> beam.CombineGlobally(beam.combiners.ToListCombineFn()).without_defaults()
         )
+        passes = passes | "Passes" >> beam.Map(_passes, spec)
         crossings = (
             documents
             | "Buckets" >> beam.FlatMap(_buckets, spec, single(passes))
-            | "SumBuckets" >> beam.CombineGlobally(_add_buckets)
-            | "Crossings" >> beam.Map(_crossings, single(passes))
+            | "SumBuckets" >> beam.CombineGlobally(_add_buckets).without_defaults()
         )
+        crossings = passes | "Crossings" >> beam.Map(_crossings, single(crossings, default_value={}))
         candidates = (
             documents
             | "Candidates" >> beam.FlatMap(_candidates, spec, single(passes), single(crossings))
-            | "AllCandidates" >> beam.combiners.ToList()
+            | "AllCandidates" >> beam.CombineGlobally(beam.combiners.ToListCombineFn()).without_defaults()
         )
-        plans = passes | "Plans" >> beam.Map(_plans, single(crossings), single(candidates))
+        plans = passes | "Plans" >> beam.Map(_plans, single(crossings), single(candidates, default_value=[]))
         mixed = documents | "Mixed" >> beam.FlatMap(_mixed, spec, single(plans))
         return MixedSources(mixed, plans)
