@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from transforms.pack.mixture_plan import (
-    BUCKET_BITS, BucketCounts, Crossing, MixtureSpec, SourceCounts, SourcePlan, draw_last, draws, find_crossing,
+    BucketCounts, Crossing, MixtureSpec, SourceCounts, SourcePlan, buckets_of, draw_last, draws, find_crossing,
     plan_source,
 )
 from transforms.pack.packing_algorithm import UnitDocuments
@@ -87,9 +87,8 @@ def _candidates(documents: UnitDocuments, spec: MixtureSpec, passes: dict[str, S
     if crossing is None or not len(documents.lengths["train"]):
         return
     unit_draws = _draws(spec, plan, documents)
-    buckets = unit_draws >> np.uint64(64 - BUCKET_BITS)
     ids = documents.ids["train"]
-    for i in np.flatnonzero(buckets == np.uint64(crossing.bucket)).tolist():
+    for i in np.flatnonzero(buckets_of(unit_draws) == crossing.bucket).tolist():
         yield plan.name, (int(unit_draws[i]), ids[i].as_py(), int(documents.occurrences["train"][i]),
                           int(documents.lengths["train"][i]))
 

@@ -47,7 +47,7 @@ from transforms.pack.sequence_order import Key, keys_at_most, splitmix64
 
 __all__ = [
     "BUCKET_BITS", "FILES_PER_SOURCE", "MixtureSpec", "SourceCounts", "SourcePlan", "Crossing", "weighted_budgets", "draws",
-    "plan_source", "BucketCounts", "find_crossing", "draw_last", "plan_mixture_json",
+    "plan_source", "buckets_of", "BucketCounts", "find_crossing", "draw_last", "plan_mixture_json",
 ]
 
 # Draws are counted in 2**BUCKET_BITS buckets, so the documents gathered on one
@@ -182,6 +182,11 @@ def plan_source(name: str, budget: int, counts: SourceCounts) -> SourcePlan:
     return SourcePlan(name, budget, documents, tokens, held_out, full, rest)
 
 
+def buckets_of(draws_of_repeat: np.ndarray, bits: int = BUCKET_BITS) -> np.ndarray:
+    """The bucket of each draw: its top ``bits`` bits."""
+    return (np.asarray(draws_of_repeat, np.uint64) >> np.uint64(64 - bits)).astype(np.int64)
+
+
 @dataclasses.dataclass(frozen=True)
 class BucketCounts:
     """The tokens and documents of some documents per bucket of their draws
@@ -193,8 +198,8 @@ class BucketCounts:
 
     @classmethod
     def of(cls, draws_of_repeat: np.ndarray, lengths: np.ndarray, bits: int = BUCKET_BITS) -> "BucketCounts":
-        """The counts of these documents, by the top ``bits`` bits of their draws."""
-        buckets = (np.asarray(draws_of_repeat, np.uint64) >> np.uint64(64 - bits)).astype(np.int64)
+        """The counts of these documents, by their ``buckets_of``."""
+        buckets = buckets_of(draws_of_repeat, bits)
         return cls._summed(buckets, np.asarray(lengths, np.int64), np.ones(len(buckets), np.int64))
 
     @classmethod
