@@ -77,8 +77,7 @@ PiecesByFile = Tuple[Tuple[str, int], Pieces]
 
 def shard_units(paths: Sequence[str]) -> list[Unit]:
     """The units of these shards, in stream order: the paths sorted (each once), then row groups."""
-    return [Unit(file, path, row_group) for file, path in enumerate(sorted(set(paths)))
-            for row_group in range(open_shard(path).metadata.num_row_groups)]
+    return source_units([paths])
 
 
 def source_units(sources: Sequence[Sequence[str]]) -> list[Unit]:
@@ -103,12 +102,7 @@ class ShardUnits(beam.PTransform):
         super().__init__()
 
     def expand(self, paths):
-        return (
-            paths
-            | "AllShards" >> beam.combiners.ToList()
-            | "Units" >> beam.FlatMap(shard_units)
-            | "SpreadUnits" >> beam.Reshuffle()
-        )
+        return paths | "OneSource" >> beam.Map(lambda path: (0, path)) | "Units" >> SourceUnits(1)
 
 
 def _units_of_sources(tagged: list[tuple[int, str]], sources: int) -> list[Unit]:
