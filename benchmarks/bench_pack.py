@@ -117,21 +117,28 @@ def token_shards(mb: float, vocab: int, workers: int) -> str:
     return str(out)
 
 
-def compare_encode(args, work: str) -> None:
-    """``encode`` beside ``encode --pack``, alternating, best of ``--repeat``."""
-    seconds = {"encode": [], "encode --pack": []}
-    cpu = {"encode": [], "encode --pack": []}
-    base = encode_command(args.mb, args.vocab, os.path.join(work, "encoded"), args.workers)
-    packed = [*encode_command(args.mb, args.vocab, os.path.join(work, "packed"), args.workers),
-              "--pack", str(args.seq_len), "--validation-fraction", "0.01"]
-    for _ in range(args.repeat):
-        for label, command in (("encode", base), ("encode --pack", packed)):
+def alternate(commands: dict[str, list[str]], repeat: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Runs the commands one after the other, ``repeat`` times: ({label: wall clock
+    of each run}, {label: CPU time of each run}); a failed run ends the benchmark."""
+    seconds = {label: [] for label in commands}
+    cpu = {label: [] for label in commands}
+    for _ in range(repeat):
+        for label, command in commands.items():
             run = timed_run(command)
             if run.code:
                 sys.exit(f"{label} failed:\n{run.err.decode()[-3000:]}")
             seconds[label].append(run.seconds)
             cpu[label].append(run.cpu)
             print(f"  {label}: {run.seconds:.2f} s, CPU {run.cpu:.2f} s (load {os.getloadavg()[0]:.2f})")
+    return seconds, cpu
+
+
+def compare_encode(args, work: str) -> None:
+    """``encode`` beside ``encode --pack``, alternating, best of ``--repeat``."""
+    base = encode_command(args.mb, args.vocab, os.path.join(work, "encoded"), args.workers)
+    packed = [*encode_command(args.mb, args.vocab, os.path.join(work, "packed"), args.workers),
+              "--pack", str(args.seq_len), "--validation-fraction", "0.01"]
+    seconds, cpu = alternate({"encode": base, "encode --pack": packed}, args.repeat)
     best = {label: min(s) for label, s in seconds.items()}
     least = {label: min(s) for label, s in cpu.items()}
     print(f"encode: {best['encode']:.2f} s; encode --pack {args.seq_len}: {best['encode --pack']:.2f} s "
@@ -205,12 +212,17 @@ def empty_job(workers: int) -> tuple[float, float, list[int]]:
     return run.seconds, run.cpu, peaks
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mb", type=float, default=50)
+def add_shard_arguments(parser: argparse.ArgumentParser, mb: float) -> None:
+    """The flags of the benchmark's token shards and of the pack jobs on them."""
+    parser.add_argument("--mb", type=float, default=mb)
     parser.add_argument("--vocab", type=int, default=8192)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seq-len", type=int, default=2048)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_shard_arguments(parser, mb=50)
     parser.add_argument("--encode", action="store_true", help="only compare encode with encode --pack")
     parser.add_argument("--repeat", type=int, default=1,
                         help="with --encode or --formats: runs of each, the best counts")

@@ -1,8 +1,8 @@
 """``beam-bpe pack``: token shards -> shuffled fixed-length sequences, train/ and validation/;
 or, with ``--format megatron``, shuffled whole documents, one Megatron-LM dataset per split.
 
-    beam-bpe pack --input 'shards/part-*.parquet' --seq-len 2048 --output packed/ \\
-        [--seed S] [--validation-fraction F | --validation-documents N] \\
+    beam-bpe pack (--input 'shards/part-*.parquet' | --source NAME=SHARD_GLOB ... BUDGETS) \\
+        --seq-len 2048 --output packed/ [--seed S] [--validation-fraction F | --validation-documents N] \\
         [--format parquet|llmc|mds] [--targets] [--drop-remainder] \\
         [--no-split-documents] [--pad-id N] [--overwrite] [Beam pipeline options]
     beam-bpe pack --input 'shards/part-*.parquet' --format megatron --output packed/ \\
@@ -15,6 +15,10 @@ job, stats.json is computed from what was written (the files' footers or
 headers, and the job's plan of each split) and checked: the real tokens
 written plus the dropped ones equal the tokens of the input shards, and the
 documents of both splits are the input's documents.
+
+Named sources with token budgets (``--source``, ``pipeline.pack_sources``)
+make a mixture, recorded in mixture.json beside stats.json; the output then
+accounts for the tokens the mixture took instead of the input's.
 
 ``beam-bpe encode --pack N`` (``pipeline.encode.packed``) runs the same
 packing stages in one job after encode's, through ``add_packing_options``,
@@ -42,10 +46,10 @@ from typing import Sequence
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline import outputs, progress, runtime
+from pipeline import outputs, pack_sources, progress, runtime
 from pipeline.errors import UserError
 from pipeline.runners import describe_runner, pipeline_options
-from transforms.pack import PackSequences, bad_token_shard, shard_units
+from transforms.pack import MixtureSpec, PackSequences, bad_token_shard, plan_mixture_json, shard_units, source_units
 from transforms.pack import (
     FILE_TOKEN_LIMITS, FORMATS, PARTS_DIR, SPLITS, SUFFIXES, ShardsInfo, WriteFiles, WriteMegatronDocuments,
     WriteSequences, check_format, describe_shards, split_files, written_counts,
@@ -64,10 +68,10 @@ STATS_FILE = "stats.json"  # written last: the completion marker
 PLAN_FILE = "plan.json"  # written by the job into the staging directory
 SPILL_DIR = "spill"  # in the staging directory: the job's spilled token streams (transforms.pack.spill)
 # What a job leaves in DIR besides stats.json, relative to DIR: each split's sequence
-# files (and MDS index), or its Megatron dataset; the dead letters.
+# files (and MDS index), or its Megatron dataset; the dead letters; a mixture's figures.
 RESULTS = (*(f"{split}/part-*" for split in SPLITS), *(f"{split}/{INDEX_FILE}" for split in SPLITS),
            *(name for split in SPLITS for name in split_files(split)),
-           f"{outputs.DEAD_LETTERS_DIR}/{outputs.DEAD_LETTER_GLOB}")
+           f"{outputs.DEAD_LETTERS_DIR}/{outputs.DEAD_LETTER_GLOB}", pack_sources.MIXTURE_FILE)
 # The longest sequence: positions in a sequence are int32 in every format (Parquet's
 # doc_starts and list sizes, Megatron's entry lengths, llm.c's header).
 MAX_SEQUENCE_TOKENS = 2**31 - 1
@@ -85,8 +89,9 @@ SEQUENCE_OPTIONS = {"seq_len": ("--seq-len", None), "targets": ("--targets", Fal
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--input", required=True, action="append",
+    parser.add_argument("--input", action="append", default=[],
                         help="token shards: a glob, a file or a directory of part-*.parquet (repeatable)")
+    pack_sources.add_arguments(parser)
     parser.add_argument("--seq-len", type=int, default=None,
                         help="tokens per sequence (required, but with --format megatron: whole documents)")
     parser.add_argument("--output", required=True,
@@ -133,12 +138,21 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     options = pipeline_options(beam_args)
     args.output = outputs.absolute(args.output)
     output = outputs.StagedOutput(args.output, RESULTS, marker=STATS_FILE, command="pack")
-    shards = _match_shards([outputs.absolute(pattern) for pattern in args.input])
-    inputs, transform = _check_arguments(args, shards, output)
+    sources = pack_sources.parse(args)
+    if sources is None:
+        shards = _match_shards([outputs.absolute(pattern) for pattern in args.input])
+        units, mixture = shard_units(shards), None
+    else:
+        by_source = {name: _match_shards([outputs.absolute(sources.globs[name])], f"--source {name}=")
+                     for name in sources.names}
+        pack_sources.check_shards(by_source)
+        shards = sorted(path for paths in by_source.values() for path in paths)
+        units, mixture = source_units([by_source[name] for name in sources.names]), sources.spec(args.seed)
+    inputs, transform = _check_arguments(args, shards, output, mixture)
     output.clear_leftovers()
 
     p = runtime.new_pipeline(options)
-    write_packed(p | "Units" >> beam.Create(shard_units(shards)), transform, args, output.staging,
+    write_packed(p | "Units" >> beam.Create(units), transform, args, output.staging,
                  inputs.tokenizer_sha256, inputs.vocab_size)
     with _bad_shard_as_one_line(args.output):
         progress.Progress("pack", "pack", fields=progress.PACKED, enabled=not args.no_progress,
@@ -177,10 +191,13 @@ def write_packed(units: beam.PCollection, transform: PackSequences, args: argpar
             staging, args.format, vocab_size, metadata, loss_mask=transform.layout.has_padding
         )
         plans = packed.plans
+    found = [beam.pvalue.AsSingleton(packed.repeated_ids)]
+    if packed.mixture is not None:
+        found.append(beam.pvalue.AsSingleton(packed.mixture))
     _ = (
         plans
-        | "PlanFile" >> beam.Map(lambda plans, repeated: (PLAN_FILE, plan_json(plans, repeated)),
-                                 beam.pvalue.AsSingleton(packed.repeated_ids))
+        | "PlanFile" >> beam.Map(lambda plans, *found: (PLAN_FILE, plan_json(plans, *found, spec=transform.mixture)),
+                                 *found)
         | "WritePlan" >> WriteFiles(staging)
     )
 
@@ -189,7 +206,16 @@ def publish(args: argparse.Namespace, output: outputs.StagedOutput, inputs: Shar
             options, encoded: dict | None = None) -> None:
     """After the job: stats.json from what was written, checked; the result moved into place."""
     outputs.delete(output.staging, (SPILL_DIR, PARTS_DIR))
-    stats = collect_stats(output.staging, args.format, inputs, _settings(args, transform))
+    mixture = None
+    if transform.mixture is not None:
+        mixture = (outputs.read_json(FileSystems.join(output.staging, PLAN_FILE)) or {}).get("mixture")
+        try:
+            pack_sources.check_result(mixture)
+        except UserError:
+            outputs.delete(output.directory, (outputs.STAGING_DIR,))
+            raise
+        outputs.write_json(FileSystems.join(output.staging, pack_sources.MIXTURE_FILE), mixture, indent=2)
+    stats = collect_stats(output.staging, args.format, inputs, _settings(args, transform), mixture)
     if encoded is not None:
         stats["encode"] = encoded
     output.publish(stats)
@@ -205,9 +231,11 @@ def publish(args: argparse.Namespace, output: outputs.StagedOutput, inputs: Shar
         f"in {args.output} ({describe_runner(options)})",
         file=sys.stderr,
     )
+    if mixture is not None:
+        print(f"beam-bpe pack: mixture ({pack_sources.MIXTURE_FILE}): {pack_sources.summary(mixture)}", file=sys.stderr)
 
 
-def _match_shards(patterns: Sequence[str]) -> list[str]:
+def _match_shards(patterns: Sequence[str], flag: str = "--input ") -> list[str]:
     """The shard files the patterns name, sorted by path: the order of their documents."""
     paths = set()
     for pattern in patterns:
@@ -218,13 +246,13 @@ def _match_shards(patterns: Sequence[str]) -> list[str]:
         except Exception:  # some filesystems raise instead of matching nothing
             found = []
         if not found:
-            raise UserError(f"--input {pattern} matches no files")
+            raise UserError(f"{flag}{pattern} matches no files")
         paths.update(found)
     return sorted(paths)
 
 
-def _check_arguments(args: argparse.Namespace, shards: list[str],
-                     output: outputs.StagedOutput) -> tuple[ShardsInfo, PackSequences]:
+def _check_arguments(args: argparse.Namespace, shards: list[str], output: outputs.StagedOutput,
+                     mixture: MixtureSpec | None = None) -> tuple[ShardsInfo, PackSequences]:
     """Fails before the job on any user mistake; returns the inputs and the transform."""
     check_options(args)
     try:
@@ -243,7 +271,7 @@ def _check_arguments(args: argparse.Namespace, shards: list[str],
     if args.format not in DOCUMENT_FORMATS:
         check_sequence_length(args, inputs)
     _check_input_stats(shards, inputs)
-    transform = packing_transform(args, output, inputs.vocab_size, inputs.eos_token_id)
+    transform = packing_transform(args, output, inputs.vocab_size, inputs.eos_token_id, mixture)
     outputs.claim(args.output, "pack", inputs=shards)
     check_complete(args)
     return inputs, transform
@@ -326,7 +354,7 @@ def check_complete(args: argparse.Namespace) -> None:
 
 
 def packing_transform(args: argparse.Namespace, output: outputs.StagedOutput, vocab_size: int,
-                      eos_token_id: int | None) -> PackSequences:
+                      eos_token_id: int | None, mixture: MixtureSpec | None = None) -> PackSequences:
     """The packing transform the options describe, spilling into the staging directory."""
     pad_id = args.pad_id if args.pad_id is not None else (eos_token_id or 0)
     sequences = args.format not in DOCUMENT_FORMATS
@@ -337,7 +365,7 @@ def packing_transform(args: argparse.Namespace, output: outputs.StagedOutput, vo
             seed=args.seed, validation_fraction=args.validation_fraction,
             validation_documents=args.validation_documents, vocab_size=vocab_size,
             tokens_per_file=min(args.tokens_per_file, FILE_TOKEN_LIMITS.get(args.format, args.tokens_per_file)),
-            window_tokens=args.window_tokens, sequences=sequences,
+            window_tokens=args.window_tokens, sequences=sequences, mixture=mixture,
         )
     except ValueError as e:
         raise UserError(str(e)) from None
@@ -374,19 +402,22 @@ def _settings(args: argparse.Namespace, transform: PackSequences) -> dict:
     }
 
 
-def plan_json(plans: dict, repeated_ids: int = 0) -> bytes:
-    """The job's plan of every split, and how many documents share their id with an
-    earlier one, as the driver reads them back."""
+def plan_json(plans: dict, repeated_ids: int = 0, mixture: dict | None = None, spec: MixtureSpec | None = None) -> bytes:
+    """The job's plan of every split, how many documents share their id with an
+    earlier one and, for a mixture, mixture.json (from its sources' plans
+    ``mixture`` and the ``spec``), as the driver reads them back."""
     return json.dumps({
         **{split: {"documents": plan.documents, "tokens": plan.tokens, "sequences": plan.sequences,
                    "dropped_tokens": plan.dropped_tokens, "padding_tokens": plan.padding_tokens, "files": plan.files}
            for split, plan in plans.items()},
         "repeated_ids": repeated_ids,
+        **({"mixture": plan_mixture_json(spec, mixture)} if mixture is not None else {}),
     }, indent=2).encode()
 
 
-def collect_stats(directory: str, format: str, inputs: ShardsInfo, settings: dict) -> dict:
-    """stats.json's content, from the job's plan and the files written in ``directory``.
+def collect_stats(directory: str, format: str, inputs: ShardsInfo, settings: dict, mixture: dict | None = None) -> dict:
+    """stats.json's content, from the job's plan and the files written in ``directory``;
+    with a ``mixture`` (mixture.json), the output accounts for what it took.
 
     Raises:
       RuntimeError: the written files disagree with the plan or the input (a
@@ -418,12 +449,15 @@ def collect_stats(directory: str, format: str, inputs: ShardsInfo, settings: dic
         }
     totals = {key: sum(s[key] for s in splits.values())
               for key in ("documents", "sequences", "tokens", "padding_tokens", "dropped_tokens")}
-    if totals["tokens"] + totals["dropped_tokens"] != inputs.tokens or totals["documents"] != inputs.documents:
+    documents, tokens = _expected_totals(inputs, mixture)
+    if totals["tokens"] + totals["dropped_tokens"] != tokens or totals["documents"] != documents:
         raise RuntimeError(
-            f"the input shards hold {inputs.documents} documents and {inputs.tokens} tokens; the output accounts "
-            f"for {totals['documents']} documents and {totals['tokens']} + {totals['dropped_tokens']} dropped tokens"
+            f"the {'mixture takes' if mixture else 'input shards hold'} {documents} documents and {tokens} tokens; "
+            f"the output accounts for {totals['documents']} documents and {totals['tokens']} + "
+            f"{totals['dropped_tokens']} dropped tokens"
         )
     return {
+        **({"mixture": pack_sources.MIXTURE_FILE} if mixture else {}),
         **settings,
         **totals,
         "splits": splits,
@@ -433,6 +467,20 @@ def collect_stats(directory: str, format: str, inputs: ShardsInfo, settings: dic
         "vocab_size": inputs.vocab_size,
         "eos_token_id": inputs.eos_token_id,
     }
+
+
+def _expected_totals(inputs: ShardsInfo, mixture: dict | None) -> tuple[int, int]:
+    """(documents, tokens) the output must account for: the input's, or those the
+    mixture took (training documents with their repeats, and the held-out ones),
+    once its sources are checked to add up to the input."""
+    if mixture is None:
+        return inputs.documents, inputs.tokens
+    sources = mixture["sources"].values()
+    available = tuple(sum(s["available"][key] for s in sources) for key in ("documents", "tokens"))
+    if available != (inputs.documents, inputs.tokens):
+        raise RuntimeError(f"the mixture's sources hold {available[0]} documents and {available[1]} tokens; the "
+                           f"input shards {inputs.documents} and {inputs.tokens}")
+    return tuple(sum(s["train"][key] + s["held_out"][key] for s in sources) for key in ("documents", "tokens"))
 
 
 def _split_files(directory: str, split: str, format: str, every_file: bool = False) -> list[str]:

@@ -7,6 +7,7 @@ import argparse
 
 from pipeline import progress
 from pipeline.encode import job, packed
+from pipeline.errors import UserError
 
 __all__ = ["add_arguments", "run"]
 
@@ -19,6 +20,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     packed.check_packing_flags(args)
-    if packed.packing(args):
+    packing = packed.packing(args)
+    if not args.input and not (packing and args.source):
+        raise UserError("the following arguments are required: --input"
+                        + (" (or, with --pack, --source NAME=GLOB ...)" if packing else ""))
+    if packing:
         return packed.run(args, beam_args)
     return job.run(args, beam_args)

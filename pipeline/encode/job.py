@@ -65,8 +65,9 @@ RESULTS = (SHARD_GLOB, f"{outputs.DEAD_LETTERS_DIR}/{outputs.DEAD_LETTER_GLOB}")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``beam-bpe encode`` but those of ``--pack`` and of the progress."""
     tokenizer_flags.add_arguments(parser)
-    parser.add_argument("--input", required=True, nargs="+", action="extend", metavar="GLOB",
-                        help="input globs or paths (several, or repeated; a shell-expanded glob works too)")
+    parser.add_argument("--input", default=[], nargs="+", action="extend", metavar="GLOB",
+                        help="input globs or paths (several, or repeated; a shell-expanded glob works too); "
+                        "required but with --pack and --source")
     parser.add_argument(
         "--output", required=True,
         help="a new or empty directory (or an earlier encode's) for the shards, dead_letters/ and stats.json; "

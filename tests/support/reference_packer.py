@@ -9,7 +9,9 @@ import numpy as np
 
 from transforms.pack.sequence_order import Permutation
 
-__all__ = ["document_keys", "reference_pack", "reference_validation"]
+__all__ = ["document_keys", "key_hash", "plain_draw", "reference_mixture", "reference_pack", "reference_validation"]
+
+MASK = 2**64 - 1
 
 
 def document_keys(docs):
@@ -22,14 +24,59 @@ def document_keys(docs):
     return keys
 
 
+def key_hash(doc_key) -> int:
+    """The 64-bit hash of an (id, occurrence) key: BLAKE2b of the id, salted with the occurrence."""
+    doc_id, occurrence = doc_key
+    salt = b"" if occurrence == 0 else occurrence.to_bytes(16, "little")
+    return int.from_bytes(hashlib.blake2b(doc_id.encode("utf-8"), digest_size=8, salt=salt).digest(), "big")
+
+
+def plain_draw(hashed: int, seed: int, name: str, repeat: int) -> int:
+    """A document's draw in a repeat of a mixture, from its definition: SplitMix64's finaliser
+    of its key's hash XOR a BLAKE2b salt of (seed, source, repeat), in Python integers."""
+    z = hashed ^ int.from_bytes(hashlib.blake2b(f"{seed}:{name}:{repeat}".encode(), digest_size=8).digest(), "little")
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+    return z ^ (z >> 31)
+
+
+def reference_mixture(sources, budgets, seed=0, fraction=0.0):
+    """(training stream, validation stream) of a mixture, as (SOURCE:ID, tokens) documents:
+    the validation split by key over all sources (in name order); per source, full
+    passes over its training documents, then those drawn while the tokens before
+    them are below the rest; the stream repeat after repeat, sources in name order,
+    documents in input order."""
+    names = sorted(sources)
+    docs = [doc for name in names for doc in sources[name]]
+    keys = document_keys(docs)
+    held = reference_validation(docs, fraction)
+    owner = [name for name in names for _ in sources[name]]
+    repeats = {}
+    for name in names:
+        train = [d for d in range(len(docs)) if owner[d] == name and keys[d] not in held]
+        tokens = sum(len(docs[d][1]) for d in train)
+        full, rest = divmod(budgets[name], tokens)
+        chosen = {r: set(train) for r in range(full)}
+        if rest:
+            order = sorted(train, key=lambda d: (plain_draw(key_hash(keys[d]), seed, name, full), *keys[d]))
+            taken, chosen[full] = 0, set()
+            for d in order:
+                if taken >= rest:
+                    break
+                chosen[full].add(d)
+                taken += len(docs[d][1])
+        repeats[name] = chosen
+    train = [(f"{owner[d]}:{docs[d][0]}", docs[d][1]) for r in range(max(len(c) for c in repeats.values()))
+             for name in names for d in sorted(repeats[name].get(r, ()))]
+    validation = [(f"{owner[d]}:{doc_id}", tokens) for d, (doc_id, tokens) in enumerate(docs) if keys[d] in held]
+    return train, validation
+
+
 def reference_validation(docs, fraction=0.0, documents=0):
     """The (id, occurrence) keys of the validation split, computed plainly from the definition."""
 
     def key(doc_key):
-        doc_id, occurrence = doc_key
-        salt = b"" if occurrence == 0 else occurrence.to_bytes(16, "little")
-        digest = hashlib.blake2b(doc_id.encode("utf-8"), digest_size=8, salt=salt).digest()
-        return int.from_bytes(digest, "big"), doc_id, occurrence
+        return key_hash(doc_key), *doc_key
 
     keys = document_keys(docs)
     if documents:

@@ -7,6 +7,7 @@
 The Beam parts are named after the PTransforms they hold:
 
 - ``pack_sequences``: ``PackSequences`` and ``ShardUnits`` (token shards -> ``SequenceBlock``s).
+- ``mix_sources``: ``MixSources`` (a mixture's units -> the units of its stream, by budget).
 - ``write_sequences``: ``WriteSequences`` and ``WriteFiles`` (blocks -> files), ``written_counts``.
 - ``megatron_documents``: ``WriteMegatronDocuments`` (whole documents, shuffled -> one
   Megatron-LM dataset per split).
@@ -17,6 +18,7 @@ Pure, without Beam (numpy and Arrow), what those run on workers:
 - ``sequence_order``: which split a document goes to, and the shuffle of sequences.
 - ``sequence_formats``: the bytes of Parquet, llm.c and MDS files (``mds_format``), and the formats.
 - ``megatron_index``: Megatron-LM's ``.idx``, written as a stream.
+- ``mixture_plan``: which training documents of named sources a token budget takes, how often.
 
 Plain functions that read and write files through Beam's filesystems (no PTransforms):
 
@@ -25,14 +27,18 @@ Plain functions that read and write files through Beam's filesystems (no PTransf
 """
 
 from transforms.pack.input_shards import ShardsInfo, bad_token_shard, describe_shards
-from transforms.pack.pack_sequences import PackedSequences, PackSequences, ShardUnits, shard_units
 from transforms.pack.megatron_documents import PARTS_DIR, WriteMegatronDocuments, split_files
+from transforms.pack.mixture_plan import MixtureSpec, plan_mixture_json, weighted_budgets
+from transforms.pack.pack_sequences import (
+    PackedSequences, PackSequences, ShardUnits, SourceUnits, shard_units, source_units,
+)
 from transforms.pack.sequence_formats import FILE_TOKEN_LIMITS, FORMATS, SEQUENCE_FORMATS, SUFFIXES, check_format
 from transforms.pack.sequence_order import SPLITS
 from transforms.pack.write_sequences import WriteFiles, WriteSequences, written_counts
 
 __all__ = [
-    "PackSequences", "PackedSequences", "ShardUnits", "shard_units", "ShardsInfo", "bad_token_shard", "describe_shards",
+    "PackSequences", "PackedSequences", "ShardUnits", "SourceUnits", "shard_units", "source_units", "MixtureSpec",
+    "plan_mixture_json", "weighted_budgets", "ShardsInfo", "bad_token_shard", "describe_shards",
     "SPLITS", "WriteSequences", "WriteFiles", "written_counts", "FORMATS", "SUFFIXES", "check_format",
     "SEQUENCE_FORMATS", "FILE_TOKEN_LIMITS", "PARTS_DIR", "WriteMegatronDocuments", "split_files",
 ]

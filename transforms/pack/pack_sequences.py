@@ -23,6 +23,11 @@ number of documents before it with each of those ids, so each document has a
 key unique within the job (``sequence_order.Occurrences``); with
 ``validation_documents`` the N-th smallest key is found from them. A unit is read
 as a stream of bounded batches (``transforms.pack.input_shards``).
+
+A mixture of named sources (``mixture``) puts ``MixSources``
+(``transforms.pack.mix_sources``) between Spill and Offsets: it turns each
+spilled unit into the units of the stream, one per repeat that holds some of
+its documents, each reading its tokens where the unit's spill put them.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ import pyarrow as pa
 from transforms import metrics
 from transforms.coders import SizedPickleCoder
 from transforms.pack.input_shards import Unit, open_shard
+from transforms.pack.mix_sources import MixSources
+from transforms.pack.mixture_plan import FILES_PER_SOURCE, MixtureSpec
 from transforms.pack.spill import SpillReader, spill_path, spill_unit
 from transforms.pack.packing_algorithm import (
     Layout, Offsets, Pieces, SequenceBlock, UnitDocuments, assemble, cut_stream, pack_window, plan_splits,
@@ -45,7 +52,7 @@ from transforms.pack.packing_algorithm import (
 )
 from transforms.pack.sequence_order import SPLITS, Occurrences, ValidationRule, id_hashes, smallest_keys
 
-__all__ = ["PackSequences", "PackedSequences", "ShardUnits", "shard_units"]
+__all__ = ["PackSequences", "PackedSequences", "ShardUnits", "SourceUnits", "shard_units", "source_units"]
 
 
 class PiecesCoder(SizedPickleCoder):
@@ -70,7 +77,20 @@ PiecesByFile = Tuple[Tuple[str, int], Pieces]
 
 def shard_units(paths: Sequence[str]) -> list[Unit]:
     """The units of these shards, in stream order: the paths sorted (each once), then row groups."""
-    return [Unit(file, path, row_group) for file, path in enumerate(sorted(set(paths)))
+    return source_units([paths])
+
+
+def source_units(sources: Sequence[Sequence[str]]) -> list[Unit]:
+    """The units of a mixture's sources (each a list of shard paths, in the order of
+    ``MixtureSpec.names``), in stream order: source after source, each one's paths
+    sorted, then row groups; file k of source s is numbered s * FILES_PER_SOURCE + k."""
+    paths = [path for source in sources for path in set(source)]
+    if len(set(paths)) != len(paths):
+        raise ValueError("a shard belongs to two sources")
+    if max((len(set(source)) for source in sources), default=0) > FILES_PER_SOURCE:
+        raise ValueError(f"a source of more than {FILES_PER_SOURCE} shards")
+    return [Unit(s * FILES_PER_SOURCE + k, path, row_group) for s, source in enumerate(sources)
+            for k, path in enumerate(sorted(set(source)))
             for row_group in range(open_shard(path).metadata.num_row_groups)]
 
 
@@ -82,10 +102,32 @@ class ShardUnits(beam.PTransform):
         super().__init__()
 
     def expand(self, paths):
+        return paths | "OneSource" >> beam.Map(lambda path: (0, path)) | "Units" >> SourceUnits(1)
+
+
+def _units_of_sources(tagged: list[tuple[int, str]], sources: int) -> list[Unit]:
+    return source_units([[path for s, path in tagged if s == source] for source in range(sources)])
+
+
+@dataclasses.dataclass
+class SourceUnits(beam.PTransform):
+    """A PCollection of (source index, token shard path) -> the units of a mixture's
+    sources (``source_units``), spread over workers.
+
+    Args:
+      sources: the number of sources (in the order of ``MixtureSpec.names``).
+    """
+
+    sources: int
+
+    def __post_init__(self):
+        super().__init__()
+
+    def expand(self, tagged):
         return (
-            paths
+            tagged
             | "AllShards" >> beam.combiners.ToList()
-            | "Units" >> beam.FlatMap(shard_units)
+            | "Units" >> beam.FlatMap(_units_of_sources, self.sources)
             | "SpreadUnits" >> beam.Reshuffle()
         )
 
@@ -143,15 +185,15 @@ def _local_smallest(unit_earlier: tuple[Unit, dict[str, int]], n: int) -> list[t
 
 
 class _SpillFn(beam.DoFn):
-    def __init__(self, directory: str, dtype):
-        self._directory, self._dtype = directory, dtype
+    def __init__(self, directory: str, dtype, with_keys: bool = False):
+        self._directory, self._dtype, self._with_keys = directory, dtype, with_keys
 
     def setup(self):
         _use_jemalloc()
 
     def process(self, unit_earlier: tuple[Unit, dict[str, int]], rule) -> Iterable[UnitDocuments]:
         unit, earlier = unit_earlier
-        yield spill_unit(unit, rule, self._directory, self._dtype, earlier)
+        yield spill_unit(unit, rule, self._directory, self._dtype, earlier, self._with_keys)
 
 
 class _CutFn(beam.DoFn):
@@ -166,7 +208,7 @@ class _CutFn(beam.DoFn):
             if not len(documents.lengths[split]):
                 continue
             pieces = cut_stream(documents.lengths[split], documents.ids[split], offsets.starts[documents.key][split],
-                                plans[split], source)
+                                plans[split], source, documents.spill_offsets(split))
             self._pieces.inc(len(pieces))
             for file, part in split_by_file(pieces, plans[split]).items():
                 yield (split, file), part
@@ -183,10 +225,12 @@ class _WindowFn(beam.DoFn):
         for split in SPLITS:
             lengths = documents.lengths[split]
             within = np.cumsum(lengths) - lengths  # where each document starts in the unit's stream
+            spilled_at = documents.spill_offsets(split)
             windows = window_of(offsets.starts[documents.key][split] + within, self._layout)
             for window in np.unique(windows):
                 mask = windows == window
-                yield (split, int(window)), (source, lengths[mask], within[mask], documents.ids[split].filter(mask))
+                yield (split, int(window)), (source, lengths[mask], within[mask], spilled_at[mask],
+                                             documents.ids[split].filter(mask))
 
 
 class _BestFitFn(beam.DoFn):
@@ -198,8 +242,8 @@ class _BestFitFn(beam.DoFn):
         batches = sorted(batches, key=lambda batch: (batch[0], int(batch[2][0])))  # stream order
         lengths = np.concatenate([b[1] for b in batches])
         sources = np.concatenate([np.full(len(b[1]), b[0], np.int64) for b in batches])
-        offsets = np.concatenate([b[2] for b in batches])
-        ids = pa.concat_arrays([b[3] for b in batches])
+        offsets = np.concatenate([b[3] for b in batches])
+        ids = pa.concat_arrays([b[4] for b in batches])
         kept = lengths > 0
         yield key, pack_window(lengths[kept], ids.filter(kept), self._layout.length, sources[kept], offsets[kept])
 
@@ -241,7 +285,8 @@ class _AssembleFn(beam.DoFn):
         keys = offsets.keys
 
         def read(source: int, offset: int, out: np.ndarray) -> None:
-            self._reader.read_into(spill_path(self._directory, split, keys[source]), offset, out)
+            # A mixture's unit (repeat, file, row group) reads the stream spilled for (file, row group).
+            self._reader.read_into(spill_path(self._directory, split, keys[source][-2:]), offset, out)
 
         block = assemble(Pieces.concat(list(parts)), plans[split], file, self._pad_id, self._dtype, read)
         self._counters.sequences.inc(block.rows)
@@ -254,10 +299,11 @@ class _AssembleFn(beam.DoFn):
 
 class PackedSequences(NamedTuple):
     """What PackSequences gives: the blocks of sequences of every output file,
-    one element, {split: SplitPlan}, describing each split, and one element,
-    the number of documents whose id is shared with an earlier document; and
-    what the sequences are made from: the ``UnitDocuments`` of every unit (their
-    tokens in the scratch directory) and one element, their ``Offsets``.
+    one element, {split: SplitPlan}, describing each split, one element, the
+    number of documents whose id is shared with an earlier document; what the
+    sequences are made from: the ``UnitDocuments`` of every unit (their tokens in
+    the scratch directory) and one element, their ``Offsets``; and for a mixture
+    one element, {source: SourcePlan} (``transforms.pack.mixture_plan``).
     Without sequences (``PackSequences.sequences`` False) blocks and plans are None."""
 
     blocks: beam.PCollection | None
@@ -265,6 +311,7 @@ class PackedSequences(NamedTuple):
     repeated_ids: beam.PCollection
     documents: beam.PCollection
     offsets: beam.PCollection
+    mixture: beam.PCollection | None = None
 
 
 @dataclasses.dataclass
@@ -298,6 +345,8 @@ class PackSequences(beam.PTransform):
       sequences: pack the documents into sequences; False stops once the documents
         are read, split and set aside, for writers of whole documents
         (``transforms.pack.megatron_documents``).
+      mixture: named sources with token budgets (``transforms.pack.mixture_plan``);
+        the units must then come from ``source_units`` of its sources, in its order.
     """
 
     scratch_dir: str
@@ -313,6 +362,7 @@ class PackSequences(beam.PTransform):
     tokens_per_file: int = 1 << 23
     window_tokens: int = 1 << 22
     sequences: bool = True
+    mixture: MixtureSpec | None = None
 
     def __post_init__(self):
         super().__init__()
@@ -361,7 +411,11 @@ class PackSequences(beam.PTransform):
             | "JoinEarlier" >> beam.CoGroupByKey()
             | "WithEarlier" >> beam.Map(_with_earlier)
         )
-        documents = units | "Spill" >> beam.ParDo(_SpillFn(self.scratch_dir, self.dtype), self._rule(units))
+        documents = units | "Spill" >> beam.ParDo(_SpillFn(self.scratch_dir, self.dtype, self.mixture is not None),
+                                                  self._rule(units))
+        mixture = None
+        if self.mixture is not None:
+            documents, mixture = documents | "Mix" >> MixSources(self.mixture)
         offsets = (
             documents
             | "Count" >> beam.Map(lambda d: (d.key, d.counts()))
@@ -369,7 +423,7 @@ class PackSequences(beam.PTransform):
             | "Offsets" >> beam.Map(Offsets.from_counts)
         )
         if not self.sequences:
-            return PackedSequences(None, None, repeated_ids, documents, offsets)
+            return PackedSequences(None, None, repeated_ids, documents, offsets, mixture)
         if layout.split_documents:
             plans = offsets | "PlanSplits" >> beam.Map(plan_splits, layout)
             pieces = documents | "Cut" >> beam.ParDo(_CutFn(), single(offsets), single(plans)).with_output_types(
@@ -397,4 +451,4 @@ class PackSequences(beam.PTransform):
             | "Assemble" >> beam.ParDo(_AssembleFn(self.scratch_dir, self.pad_id, self.dtype), single(plans),
                                        single(offsets)).with_output_types(SequenceBlock)
         )
-        return PackedSequences(blocks, plans, repeated_ids, documents, offsets)
+        return PackedSequences(blocks, plans, repeated_ids, documents, offsets, mixture)

@@ -69,11 +69,34 @@ class UnitCounts:
 class UnitDocuments:
     """The documents of one input unit, per split, without their tokens: their
     token counts and ids, in stream order. The tokens of a unit's documents of
-    a split are one stream, in the same order."""
+    a split are one stream, in the same order.
+
+    A unit of a mixture (``transforms.pack.mixture_plan``) is keyed (repeat,
+    file, row group) and holds some of the documents of the stream spilled
+    for (file, row group): ``spilled_at`` says where each starts in it. The
+    spilled streams of a key are always named by its last two parts.
+
+    Attributes:
+      key: the unit's place in the stream order: (file, row group), or (repeat, file, row group).
+      lengths, ids: each document's tokens and id, per split.
+      spilled_at: where each document's tokens start in the spilled stream (None: back to back from 0).
+      hashes, occurrences: each document's key (``sequence_order.id_hashes`` and its
+        occurrence), when asked for (mixtures draw by them).
+    """
 
     key: tuple
     lengths: dict[str, np.ndarray]
     ids: dict[str, pa.Array]
+    spilled_at: dict[str, np.ndarray] | None = None
+    hashes: dict[str, np.ndarray] | None = None
+    occurrences: dict[str, np.ndarray] | None = None
+
+    def spill_offsets(self, split: str) -> np.ndarray:
+        """Where each document of a split starts in the unit's spilled stream."""
+        if self.spilled_at is not None:
+            return self.spilled_at[split]
+        lengths = self.lengths[split]
+        return np.cumsum(lengths) - lengths
 
     def counts(self) -> UnitCounts:
         return UnitCounts({s: len(self.lengths[s]) for s in SPLITS}, {s: int(self.lengths[s].sum()) for s in SPLITS})
@@ -247,10 +270,12 @@ def split_by_file(pieces: Pieces, plan: SplitPlan) -> dict[int, Pieces]:
 # ---------------------------------------------------------------- split documents: cut the stream
 
 
-def cut_stream(lengths: np.ndarray, doc_ids: pa.Array, start: int, plan: SplitPlan, source: int = 0) -> Pieces:
+def cut_stream(lengths: np.ndarray, doc_ids: pa.Array, start: int, plan: SplitPlan, source: int = 0,
+               spilled_at: np.ndarray | None = None) -> Pieces:
     """The pieces of consecutive documents whose first token is at stream position
-    ``start`` and at offset 0 of stream ``source``: cut every ``length``
-    positions, dropping sequences past the plan's."""
+    ``start`` and at offset 0 of stream ``source`` (or, given ``spilled_at``, each
+    document at its own offset there): cut every ``length`` positions, dropping
+    sequences past the plan's."""
     length = plan.layout.length
     lengths = np.asarray(lengths, dtype=np.int64)
     ends = start + np.cumsum(lengths, dtype=np.int64)
@@ -263,8 +288,9 @@ def cut_stream(lengths: np.ndarray, doc_ids: pa.Array, start: int, plan: SplitPl
     doc, sequence = doc[keep], sequence[keep]
     piece_start = np.maximum(starts[doc], sequence * length)
     piece_end = np.minimum(ends[doc], (sequence + 1) * length)
+    offset = piece_start - start if spilled_at is None else piece_start - starts[doc] + np.asarray(spilled_at)[doc]
     return Pieces(sequence, piece_start - sequence * length, piece_end - piece_start,
-                  np.full(len(doc), source, np.int64), piece_start - start, doc_ids.take(pa.array(doc, pa.int64())))
+                  np.full(len(doc), source, np.int64), offset, doc_ids.take(pa.array(doc, pa.int64())))
 
 
 # ---------------------------------------------------------------- whole documents: best fit

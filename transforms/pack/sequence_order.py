@@ -20,7 +20,10 @@ from typing import Iterable, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["SPLITS", "Occurrences", "ValidationRule", "Permutation", "id_hashes", "smallest_keys", "split_masks"]
+__all__ = [
+    "SPLITS", "Key", "Occurrences", "ValidationRule", "Permutation", "id_hashes", "keys_at_most", "smallest_keys",
+    "split_masks", "splitmix64",
+]
 
 SPLITS = ("train", "validation")
 _U64 = np.uint64
@@ -81,12 +84,18 @@ class ValidationRule:
                       occurrences: np.ndarray | None = None) -> np.ndarray:
         chosen = hashes < _U64(self.hash_below) if self.hash_below else np.zeros(len(hashes), bool)
         if self.last is not None:
-            last_hash, last_id, last_occurrence = self.last
-            chosen |= hashes < _U64(last_hash)
-            for i in np.flatnonzero(hashes == _U64(last_hash)):
-                occurrence = 0 if occurrences is None else int(occurrences[i])
-                chosen[i] |= (ids[i], occurrence) <= (last_id, last_occurrence)
+            chosen |= keys_at_most(ids, hashes, occurrences, self.last)
         return chosen
+
+
+def keys_at_most(ids: Sequence[str], hashes: np.ndarray, occurrences: np.ndarray | None, last: Key) -> np.ndarray:
+    """Which documents' (hash, id, occurrence) keys are at most ``last``."""
+    last_hash, last_id, last_occurrence = last
+    chosen = hashes < _U64(last_hash)
+    for i in np.flatnonzero(hashes == _U64(last_hash)):
+        occurrence = 0 if occurrences is None else int(occurrences[i])
+        chosen[i] = (ids[i], occurrence) <= (last_id, last_occurrence)
+    return chosen
 
 
 def smallest_keys(ids: Sequence[str], hashes: np.ndarray, n: int, occurrences: np.ndarray | None = None) -> list[Key]:
@@ -101,14 +110,22 @@ def smallest_keys(ids: Sequence[str], hashes: np.ndarray, n: int, occurrences: n
     return sorted((int(hashes[i]), ids[i], int(occurrences[i])) for i in candidates)[:n]
 
 
-def split_masks(ids: Sequence[str], rule: ValidationRule | None,
-                occurrences: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """For each split, which of these documents belong to it."""
+def split_masks(ids: Sequence[str], rule: ValidationRule | None, occurrences: np.ndarray | None = None,
+                hashes: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """For each split, which of these documents belong to it (``hashes``: their
+    keys' ``id_hashes``, when already computed)."""
     if rule is None:
         return {"train": np.ones(len(ids), bool), "validation": np.zeros(len(ids), bool)}
-    validation = rule.is_validation(ids, id_hashes(ids, occurrences), occurrences)
+    validation = rule.is_validation(ids, id_hashes(ids, occurrences) if hashes is None else hashes, occurrences)
     return {"train": ~validation, "validation": validation}
 
+
+def splitmix64(z: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser: a bijective 64-bit mixer (wrapping uint64 arithmetic)."""
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> _U64(30))) * _U64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> _U64(27))) * _U64(0x94D049BB133111EB)
+        return z ^ (z >> _U64(31))
 
 
 class Permutation:
@@ -131,11 +148,7 @@ class Permutation:
         self._keys = [_U64(int.from_bytes(digest[8 * r: 8 * r + 8], "little")) for r in range(self.ROUNDS)]
 
     def _round(self, x: np.ndarray, key) -> np.ndarray:
-        # SplitMix64's finaliser of (x + key): a good 64-bit mixer, wrapping arithmetic.
-        z = x + key
-        z = (z ^ (z >> _U64(30))) * _U64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> _U64(27))) * _U64(0x94D049BB133111EB)
-        return (z ^ (z >> _U64(31))) & self._mask
+        return splitmix64(x + key) & self._mask
 
     def _encrypt(self, x: np.ndarray) -> np.ndarray:
         left, right = x >> self._half, x & self._mask

@@ -27,7 +27,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from transforms.pack.input_shards import Unit, as_token_type, read_batches
 from transforms.pack.packing_algorithm import UnitDocuments
-from transforms.pack.sequence_order import SPLITS, Occurrences, ValidationRule, split_masks
+from transforms.pack.sequence_order import SPLITS, Occurrences, ValidationRule, id_hashes, split_masks
 
 __all__ = ["SpillReader", "spill_path", "spill_unit"]
 
@@ -65,22 +65,29 @@ class _StreamWriter:
 
 
 def spill_unit(unit: Unit, rule: ValidationRule | None, directory: str, dtype,
-               earlier: dict[str, int] | None = None) -> UnitDocuments:
+               earlier: dict[str, int] | None = None, with_keys: bool = False) -> UnitDocuments:
     """Reads one unit, writes its tokens of each split as a stream, and returns
     its documents (token counts and ids) by split. ``earlier``: for each id that
-    names several documents of the job, how many of them come before this unit."""
+    names several documents of the job, how many of them come before this unit.
+    ``with_keys``: the documents' keys too (``UnitDocuments.hashes``, ``occurrences``)."""
     occurrences = Occurrences(earlier)
     writers: dict[str, _StreamWriter] = {}
     lengths = {split: [] for split in SPLITS}
     ids = {split: [] for split in SPLITS}
+    keys = {split: ([], []) for split in SPLITS}
     for batch_ids, batch_lengths, tokens in read_batches(unit):
         id_array = pa.array(batch_ids, pa.string())
-        masks = split_masks(batch_ids, rule, occurrences(batch_ids))
+        batch_occurrences = occurrences(batch_ids)
+        hashes = id_hashes(batch_ids, batch_occurrences) if with_keys else None
+        masks = split_masks(batch_ids, rule, batch_occurrences, hashes)
         for split, mask in masks.items():
             if mask.any():
                 every = mask.all()
                 lengths[split].append(batch_lengths if every else batch_lengths[mask])
                 ids[split].append(id_array if every else id_array.filter(mask))
+                if with_keys:
+                    keys[split][0].append(hashes[mask])
+                    keys[split][1].append(batch_occurrences[mask])
         tokens = as_token_type(tokens, dtype, unit.path)
         bounds = np.concatenate([[0], np.cumsum(batch_lengths)])
         for split, first, last in _runs(masks["validation"]):
@@ -91,9 +98,15 @@ def spill_unit(unit: Unit, rule: ValidationRule | None, directory: str, dtype,
         writer.commit()
     return UnitDocuments(
         unit.key,
-        {s: np.concatenate(lengths[s]) if lengths[s] else np.zeros(0, np.int64) for s in SPLITS},
+        {s: _joined(lengths[s], np.int64) for s in SPLITS},
         {s: pa.concat_arrays(ids[s]) if ids[s] else pa.array([], pa.string()) for s in SPLITS},
+        hashes={s: _joined(keys[s][0], np.uint64) for s in SPLITS} if with_keys else None,
+        occurrences={s: _joined(keys[s][1], np.int64) for s in SPLITS} if with_keys else None,
     )
+
+
+def _joined(arrays: list[np.ndarray], dtype) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.zeros(0, dtype)
 
 
 def _runs(validation: np.ndarray):
