@@ -275,3 +275,25 @@ def test_budgets_of_whole_passes_draw_nothing_and_are_met_exactly(mixed, shards,
     mixture = read_json(out, "mixture.json")["sources"]
     assert {name: (s["train"]["tokens"], s["epochs"], s["train"]["full_passes"]) for name, s in mixture.items()} == {
         "code": (budgets["code"], 2.0, 2), "web": (budgets["web"], 1.0, 1), "wiki": (budgets["wiki"], 3.0, 3)}
+
+
+def test_megatron_holds_the_mixtures_documents_whole_whatever_the_shards_and_workers(shards, tmp_path, sources,
+                                                                                      monkeypatch):
+    """--format megatron writes the mixture's documents (repeats included) whole, one entry each,
+    read back by megatron-core's IndexedDataset; 8 shards on two workers write the same bytes."""
+    from tests.support.loader_libraries import megatron_indexed_dataset
+
+    runs = {"one": (shards / "one", IN_MEMORY), "eight": (shards / "eight", TWO_WORKERS)}
+    for name, (root, workers) in runs.items():
+        assert pack(*mixture_flags(root), "--format", "megatron", "--output", str(tmp_path / name), "--seed",
+                    str(SEED), "--validation-fraction", str(FRACTION), *workers) == 0
+    for name in ("train.bin", "train.idx", "validation.bin", "validation.idx", "mixture.json"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "eight" / name).read_bytes(), name
+    IndexedDataset = megatron_indexed_dataset(monkeypatch)
+    train, validation = reference_mixture(sources, BUDGETS, SEED, FRACTION)
+    for split, docs in (("train", train), ("validation", validation)):
+        dataset = IndexedDataset(str(tmp_path / "one" / split))
+        assert sorted(tuple(int(t) for t in dataset[i]) for i in range(len(dataset))) == sorted(
+            tuple(tokens) for _, tokens in docs)
+    mixture = read_json(tmp_path / "one", "mixture.json")
+    assert sum(s["train"]["documents"] for s in mixture["sources"].values()) == len(train)

@@ -124,7 +124,7 @@ def _place(documents: UnitDocuments, plans: dict[str, DocumentPlan]) -> Iterable
             continue
         plan = plans[split]
         parts, positions = plan.place(plan.starts[documents.key] + np.arange(len(lengths)))
-        within = np.cumsum(lengths) - lengths
+        within = np.asarray(documents.spill_offsets(split), np.int64)  # a mixture's repeats share a stream
         order = np.argsort(parts, kind="stable")
         for group in np.split(order, np.flatnonzero(np.diff(parts[order])) + 1):
             yield (split, int(parts[group[0]])), (positions[group], lengths[group], documents.key, within[group])
@@ -163,7 +163,8 @@ class _WritePartFn(beam.DoFn):
         at = 0
         for i, size in enumerate(lengths.tolist()):
             if size:
-                path = spill_path(self._scratch_dir, split, keys[order[i]])
+                # A mixture's unit key is (repeat, file, row group): streams are named by the last two.
+                path = spill_path(self._scratch_dir, split, keys[order[i]][-2:])
                 self._reader.read_into(path, int(within[i]), tokens[at: at + size])
             at += size
         if self._dtype.itemsize < 8 and len(tokens) and int(tokens.max()) > np.iinfo(self._dtype).max:
