@@ -31,6 +31,7 @@ from typing import Iterable
 
 import apache_beam as beam
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindow
@@ -208,7 +209,7 @@ class _MakeShardFn(beam.DoFn):
 
 
 def _tokens(table: pa.Table) -> int:
-    return len(table.column("tokens").combine_chunks().values)
+    return pc.sum(pc.list_value_length(table.column("tokens"))).as_py() or 0
 
 
 def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
