@@ -24,10 +24,10 @@ import apache_beam as beam
 import numpy as np
 
 from bpe import engines
-from bpe.engines import EngineProof, ProofMismatch
+from bpe.engines import EngineProof
 from transforms import metrics
 from transforms.shards import TokenRow, token_typecode
-from transforms.tokenizer_loading import load_tokenizer
+from transforms.tokenizer_loading import load_proven
 
 __all__ = ["EncodeDocuments", "VerificationError", "verified", "check_against_reference", "row_tokens"]
 
@@ -112,14 +112,8 @@ class _EncodeBatchFn(beam.DoFn):
         )
 
     def setup(self):
-        tokenizer = load_tokenizer(self._tokenizer_path, self._preset, self._proof, self._transport_params)
-        try:
-            self._engine = tokenizer.use_proof(self._proof)
-        except ProofMismatch:
-            raise RuntimeError(
-                f"tokenizer {self._tokenizer_path} changed while the job ran: SHA-256 is "
-                f"{tokenizer.sha256}, the job was started with {self._proof.tokenizer_sha256}"
-            ) from None
+        tokenizer, self._engine = load_proven(self._tokenizer_path, self._preset, self._proof,
+                                              self._transport_params)
         self._eos = [tokenizer.eos_token_id(self._eos_token)] if self._append_eos else []
         self._bos = [tokenizer.bos_id] if self._prepend_bos else []
         self._reference = tokenizer.reference
