@@ -8,10 +8,9 @@ reader can tell which tokenizer a shard needs without any side file,
 ``eos_token_id`` / ``bos_token_id`` when every row ends / starts with one, and
 ``input_bytes``, the size of the input documents its rows came from.
 
-A row is a ``TokenRow`` (id, tokens, input bytes): what ``EncodeDocuments``
-gives and ``WriteTokenShards`` takes.
-
-``transforms.write_shards`` writes them, in input order and the same on every run.
+A row is a ``TokenRow`` (id, tokens, input bytes, and where it was read):
+what ``EncodeDocuments`` gives and ``transforms.write_shards.WriteTokenShards``
+writes, in input order and the same on every run.
 """
 
 from __future__ import annotations
