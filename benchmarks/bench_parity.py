@@ -16,6 +16,10 @@ reports bytes per token; then the ratio between the best- and the
 worst-compressed language's bytes per token (the parity gap: 1.0 is perfect
 parity) and the overall bytes per token (all held-out bytes over all tokens).
 
+``--global-merges M [M ...]``: also the hybrid variant with the first M merges
+learned as plain training learns them (``bpe.train(..., global_merges=M)``),
+one tokenizer per M: the trade between the gap and overall compression.
+
 ``--loop-against SO``: also times plain training on the summed table with this
 tree's compiled merge loop and with another build of it (e.g. the one before
 the parity mode: ``bpe/training/_merges*.so`` of another checkout), alternating,
@@ -103,6 +107,8 @@ def main() -> None:
     parser.add_argument("--json", metavar="FILE", help="also write the figures here")
     parser.add_argument("--loop-against", metavar="SO", help="another build of the compiled merge loop to time")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--global-merges", type=int, nargs="+", default=[], metavar="M",
+                        help="also train the hybrid variant with this many plain merges first")
     args = parser.parse_args()
 
     import bpe
@@ -119,7 +125,9 @@ def main() -> None:
     train_bytes = {language: sum(len(w) * c for w, c in counts.items()) for language, counts in table.items()}
 
     results = {}
-    for name, options in (("plain", {"weights": {}}), ("parity", {"parity": True})):
+    runs = [("plain", {"weights": {}}), ("parity", {"parity": True})]
+    runs += [(f"hybrid {m}", {"parity": True, "global_merges": m}) for m in args.global_merges]
+    for name, options in runs:
         started = time.perf_counter()
         tokenizer = bpe.train(table, args.vocab_size, progress=False, **options)
         seconds = time.perf_counter() - started
@@ -143,11 +151,10 @@ def main() -> None:
         **results,
     }
     print(f"{len(table)} languages, training MB: {figures['training_mb']}, held out {figures['held_out_mb']} MB")
-    print(f"{'language':<10}{'plain B/tok':>12}{'parity B/tok':>14}")
+    print(f"{'language':<10}" + "".join(f"{name:>14}" for name in results))
     for language in held_out:
-        print(f"{language:<10}{results['plain']['bytes_per_token'][language]:>12.3f}"
-              f"{results['parity']['bytes_per_token'][language]:>14.3f}")
-    for name in ("plain", "parity"):
+        print(f"{language:<10}" + "".join(f"{r['bytes_per_token'][language]:>14.3f}" for r in results.values()))
+    for name in results:
         r = results[name]
         print(f"{name}: {r['merges']} merges in {r['train_seconds']} s; overall {r['overall_bytes_per_token']} B/tok; "
               f"best/worst {r['parity_gap']} ({r['best']} / {r['worst']})")

@@ -40,7 +40,9 @@ most frequent pair, ties broken by the pair's count over all sources, then by
 the tie-break above. A source with no pair left to merge (none reaches
 ``min_frequency`` in its own counts, or every one spells an existing token)
 hands the choice to the next worst. A weight multiplies its source's counts;
-the compression of a source does not change with its weight.
+the compression of a source does not change with its weight. The paper's hybrid
+variant (``global_merges=M``) takes the first M merges by plain BPE's rule on
+the weighted sum of the sources, then continues parity-aware.
 """
 
 from __future__ import annotations
@@ -272,6 +274,7 @@ def train_parity(
     min_frequency: int = 2,
     tie_break: str = "bytes",
     weights: Mapping[str, object] | None = None,
+    global_merges: int = 0,
 ) -> list[Pair]:
     """Learns parity-aware byte-level merges, recounting all pairs before every merge.
 
@@ -284,6 +287,9 @@ def train_parity(
       weights: source name -> weight (an int, or a decimal string or number
         with up to three places); 1 where not given. Counts are multiplied by
         it exactly (as fractions).
+      global_merges: how many merges come first by plain BPE's rule (the most
+        frequent pair over all sources, ties by the tie-break) before the
+        parity-aware rule takes over: the paper's hybrid variant.
 
     Returns:
       The merges in learned order as (left_id, right_id); merge ``i`` creates
@@ -325,6 +331,8 @@ def train_parity(
                 total[pair] += count
         existing = set(token_bytes)
         best = None
+        if len(merges) < global_merges:  # the hybrid variant: one source of all, ranked by total
+            worst_first, per_source = [0], [total]
         for index in worst_first:
             counts = per_source[index]
             candidates = [

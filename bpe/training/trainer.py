@@ -172,6 +172,7 @@ def train_merges(
     tie_break: str = "bytes",
     weights: Mapping[str, object] | None = None,
     parity: bool = False,
+    global_merges: int = 0,
 ) -> list[Pair]:
     """Learns byte-level BPE merges from a word-count table.
 
@@ -200,6 +201,10 @@ def train_merges(
         ``bpe.training.sources``).
       parity: parity-aware training: the worst-compressed source picks each
         merge (``bpe.reference.train_parity``).
+      global_merges: with ``parity``, how many merges come first by plain
+        training's rule on the weighted sum of the sources (the hybrid variant
+        of parity-aware training): fewer costs less overall compression, more
+        gives the sources closer compression.
 
     Returns:
       The merges in learned order as (left_id, right_id); merge ``i`` creates ID
@@ -216,6 +221,19 @@ def train_merges(
     if tie_break not in TIE_BREAKS:
         raise ValueError(f"tie_break must be one of {', '.join(TIE_BREAKS)}, not {tie_break!r}")
     merges = check_merges(resume_from)
+    if isinstance(global_merges, bool) or not isinstance(global_merges, int) or global_merges < 0:
+        raise ValueError(f"global_merges must be an integer of at least 0, got {global_merges!r}")
+    if global_merges and not parity:
+        raise ValueError("global_merges is the hybrid variant of parity-aware training: it needs parity=True")
+    first = min(global_merges, num_merges)
+    if len(merges) < first:
+        # The hybrid variant: plain training's loop on the same table learns the first merges;
+        # the parity-aware loop then continues from them as from a checkpoint (the next merge
+        # depends only on the words with the merges so far applied, see ``_learn_merges``).
+        merges = train_merges(word_counts, first, min_frequency, progress, merges, checkpoint, checkpoint_every,
+                              tie_break, weights if weights is not None else {})
+        if len(merges) < first:
+            return merges  # no pair reaches min_frequency over all sources, so none does in one
     words, counts, min_frequency, sources = _load_any_table(word_counts, min_frequency, weights, parity)
     if merges and len(merges) < num_merges:
         _replay(words, merges)
@@ -428,6 +446,7 @@ def train(
     tie_break: str = "bytes",
     weights: Mapping[str, object] | None = None,
     parity: bool = False,
+    global_merges: int = 0,
     extend: Tokenizer | None = None,
 ) -> Tokenizer:
     """Trains a byte-level BPE tokenizer from a word-count table.
@@ -459,6 +478,8 @@ def train(
       weights: source name -> weight, exact to three decimal places (see
         ``train_merges``); 1 where not given.
       parity: parity-aware training (see ``train_merges``).
+      global_merges: with ``parity``, how many merges come first by plain
+        training's rule (the hybrid variant, see ``train_merges``).
       extend: a tokenizer to extend (``bpe.training.extension``): its tokens keep
         their IDs and the new merges, learned on its encoding of the pieces, take
         the IDs after its largest; ``vocab_size`` is then the extended
@@ -478,7 +499,7 @@ def train(
         have been handed to ``checkpoint``).
     """
     if extend is not None:
-        if weights or parity or is_by_source(word_counts):
+        if weights or parity or global_merges or is_by_source(word_counts):
             raise ValueError("an extension trains on one plain table: weights, parity and tables by source "
                              "do not apply to it")
         return _extend(word_counts, vocab_size, pattern, special_tokens, min_frequency, progress, resume_from,
@@ -506,6 +527,7 @@ def train(
         tie_break=tie_break,
         weights=weights,
         parity=parity,
+        global_merges=global_merges,
     )
     clash = special_token_clash(special_tokens, vocabulary_bytes(merges))
     if clash:

@@ -95,6 +95,7 @@ SETTINGS = {
     "source_weight": Setting("list", []),
     "source_field": Setting("str"),
     "parity": Setting("bool", False),
+    "global_merges": Setting("int"),
     "extend": Setting("str"),
     "new_tokens": Setting("int"),
     "tokenizer_preset": Setting("str"),
@@ -176,6 +177,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         special_tokens=list(args.special_token),
         word_counts=args.word_counts or FileSystems.join(output, WORD_COUNTS_FILE),
         parity=bool(args.parity),
+        global_merges=args.global_merges or 0,
         **sources.settings(args),
         extend=args.extend,
     )
@@ -312,6 +314,7 @@ def _merge_phase(args: argparse.Namespace, table: dict, checkpoint: Checkpoint, 
                 tie_break=args.tie_break,
                 weights=sources.training_weights(args),
                 parity=bool(args.parity),
+                global_merges=args.global_merges or 0,
             )
     except ValueError as e:  # checked up front; kept so a slip is still one line
         raise UserError(str(e)) from None
@@ -457,6 +460,7 @@ def _check_misspelled_flags(beam_args: list[str]) -> None:
 
 def _check_settings(args: argparse.Namespace) -> str:
     """Checks every value that does not need the file system; returns the output dir."""
+    sources.check_settings(args)
     extend.check_settings(args)
     if args.vocab_size is None and not args.extend:
         raise UserError("--vocab-size is required (or --extend BASE --new-tokens K)")

@@ -227,6 +227,7 @@ class Checkpoint:
             "pattern": args.pattern,
             "tie_break": args.tie_break,
             "parity": bool(args.parity),
+            "global_merges": args.global_merges or 0,
             **sources.settings(args),
             "extend": base.sha256 if base is not None else None,
         }
@@ -247,7 +248,7 @@ class Checkpoint:
             print(f"beam-bpe train: no checkpoint in {self.path}; starting the merges from zero", file=sys.stderr)
             return []
         data.setdefault("tie_break", "bytes")  # checkpoints of versions before --tie-break
-        for key, value in (("parity", False), ("source_field", None), ("source_weight", None)):
+        for key, value in (("parity", False), ("global_merges", 0), ("source_field", None), ("source_weight", None)):
             data.setdefault(key, value)  # and before sources
         for key, value in self.settings.items():
             if data.get(key) != value:

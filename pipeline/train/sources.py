@@ -1,4 +1,4 @@
-"""``--source-weight``, ``--source-field`` and ``--parity``: the sources of a training run.
+"""``--source-weight``, ``--source-field``, ``--parity`` and ``--global-merges``: the sources of a training run.
 
 Sources by file (no ``--source-field``): each ``--source-weight PATTERN=W``
 names a source. PATTERN, fnmatch-style, matches an input file's path (absolute,
@@ -14,7 +14,8 @@ the corpus is counted, before training.
 
 A weight is a positive decimal with at most three places (``bpe.training.sources``:
 exact, and ``--min-frequency`` / ``--min-word-count`` apply to the weighted counts).
-``--parity`` trains parity-aware over these sources (``bpe.reference.train_parity``).
+``--parity`` trains parity-aware over these sources (``bpe.reference.train_parity``);
+``--global-merges M`` first learns M merges as plain training does (the hybrid variant).
 The count marker and the merge checkpoint record the sources (``settings``), so
 ``--resume`` and ``--word-counts`` refuse a table counted with other ones.
 """
@@ -33,13 +34,13 @@ from transforms.count import REST, SourceRule
 from transforms.read import detect_format
 
 __all__ = [
-    "SourceRule", "add_arguments", "check_counted", "check_table", "keep_common", "settings", "source_rule",
+    "SourceRule", "add_arguments", "check_counted", "check_settings", "check_table", "keep_common", "settings", "source_rule",
     "source_stats", "summary_lines", "training_weights",
 ]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Adds --source-weight, --source-field and --parity."""
+    """Adds --source-weight, --source-field, --parity and --global-merges."""
     parser.add_argument("--source-weight", action="append", metavar="PATTERN=W",
                         help="multiply the counts of the input files PATTERN matches (fnmatch, on the path or the "
                         "name; with --source-field: of the records whose field has the value PATTERN) by W, a "
@@ -49,6 +50,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--parity", action="store_true", default=None,
                         help="parity-aware training: each merge is the most frequent pair of the source that is "
                         "compressed worst so far (needs --source-field or --source-weight)")
+    parser.add_argument("--global-merges", type=int, metavar="M",
+                        help="with --parity: learn the first M merges as plain training does (the most frequent pair "
+                        "over all sources), then parity-aware ones; fewer costs less overall compression (default 0)")
+
+
+def check_settings(args: argparse.Namespace) -> None:
+    """Refuses a --global-merges that is negative, without --parity, or that leaves no
+    parity-aware merge (what the run learns would be plain training's)."""
+    if not args.global_merges:
+        if args.global_merges is not None and args.global_merges < 0:
+            raise UserError(f"--global-merges must be at least 0, not {args.global_merges}")
+        return
+    if args.global_merges < 0:
+        raise UserError(f"--global-merges must be at least 0, not {args.global_merges}")
+    if not args.parity:
+        raise UserError("--global-merges needs --parity: it is the number of merges learned before parity-aware "
+                        "training takes over")
+    if args.vocab_size is not None and args.global_merges >= args.vocab_size - 256 - len(args.special_token or ()):
+        raise UserError(f"--global-merges {args.global_merges} leaves no parity-aware merge: --vocab-size "
+                        f"{args.vocab_size} holds {args.vocab_size - 256 - len(args.special_token or ()):,} merges")
 
 
 def _weights(args: argparse.Namespace) -> dict[str, int]:

@@ -35,7 +35,8 @@ class TrainStats:
       resumed_from_merges: merges taken from a checkpoint.
       merges, vocab_size: what was learned.
       requested_vocab_size: --vocab-size.
-      parity, source_field, source_weight: the source settings (``pipeline.train.sources``).
+      parity, global_merges, source_field, source_weight: the source settings
+        (``pipeline.train.sources``).
       sources: per source, its weight and its bytes, pieces and unique pieces in the
         table trained from, before and after weighting (None without sources).
       requested_vocab_size: --vocab-size (with --extend: the base's + --new-tokens).
@@ -67,6 +68,7 @@ class TrainStats:
     vocab_size: int | None = None
     requested_vocab_size: int | None = None
     parity: bool = False
+    global_merges: int = 0
     source_field: str | None = None
     source_weight: list[str] | None = None
     sources: dict[str, dict] | None = None
@@ -111,6 +113,8 @@ def summary_lines(stats: TrainStats, tokenizer_path: str, stats_path: str, outpu
     resumed = f" (resumed after {stats.resumed_from_merges:,} merges)" if stats.resumed_from_merges else ""
     if stats.sources is not None:
         how = "parity-aware training over " if stats.parity else ""
+        if stats.parity and stats.global_merges:
+            how = f"parity-aware training (after {stats.global_merges:,} merges by the count over all) over "
         lines.append(f"beam-bpe train: {how}{len(stats.sources):,} sources (bytes and pieces in the table, "
                      "then weighted):")
         lines += source_lines(stats.sources)

@@ -1,8 +1,9 @@
 """Training on tables by source: exact weights and parity-aware merges.
 
 Weighted training equals ordinary training on the weighted sum (a weight of 3 is
-three copies); parity-aware training equals ``bpe.reference.train_parity`` with
-the C loop and with its pure-Python twin, resumed or not.
+three copies); parity-aware training, plain or hybrid (``global_merges``), equals
+``bpe.reference.train_parity`` with the C loop and with its pure-Python twin,
+resumed or not.
 """
 
 from collections import Counter
@@ -56,6 +57,41 @@ def test_parity_resumes_to_the_reference(data, num_merges, k, tie_break):
     checkpoint = train_merges(table, k, 1, progress=False, tie_break=tie_break, parity=True)
     resumed = both_loops(table, num_merges, 1, resume_from=checkpoint, tie_break=tie_break, parity=True)
     assert resumed == (expected, expected)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), num_merges=st.integers(0, 30), global_merges=st.integers(0, 35),
+       min_frequency=st.integers(1, 3), tie_break=st.sampled_from(TIE_BREAKS))
+def test_hybrid_parity_in_both_loops_equals_the_reference(data, num_merges, global_merges, min_frequency, tie_break):
+    table = data.draw(source_tables())
+    weights = data.draw(source_weights(table))
+    expected = reference.train_parity(table, num_merges, min_frequency, tie_break, weights, global_merges)
+    compiled, python = both_loops(table, num_merges, min_frequency, tie_break=tie_break, weights=weights,
+                                  parity=True, global_merges=global_merges)
+    assert compiled == python == expected
+    # Its first merges are plain training's on the weighted sum of the sources.
+    first = min(global_merges, num_merges)
+    plain = train_merges(table, first, min_frequency, progress=False, tie_break=tie_break, weights=weights)
+    assert expected[:first] == plain
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.data(), num_merges=st.integers(0, 30), global_merges=st.integers(0, 30), k=st.integers(0, 35))
+def test_hybrid_parity_resumes_to_the_reference(data, num_merges, global_merges, k):
+    table = data.draw(source_tables())
+    expected = reference.train_parity(table, num_merges, 1, global_merges=global_merges)
+    checkpoint = train_merges(table, k, 1, progress=False, parity=True, global_merges=global_merges)
+    resumed = both_loops(table, num_merges, 1, resume_from=checkpoint, parity=True, global_merges=global_merges)
+    assert resumed == (expected, expected)
+
+
+def test_global_merges_needs_parity_and_a_count():
+    table = {"en": {b"abab": 3}}
+    with pytest.raises(ValueError, match="needs parity=True"):
+        train_merges(table, 3, weights={}, global_merges=2)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="at least 0"):
+            train_merges(table, 3, parity=True, global_merges=bad)
 
 
 @settings(max_examples=300, deadline=None)
@@ -183,6 +219,15 @@ def test_parity_evens_out_the_compression_of_the_sources(languages):
     assert max(parity.values()) / min(parity.values()) < max(plain.values()) / min(plain.values())
 
 
+def test_hybrid_parity_lies_between_plain_and_parity_aware_training(languages):
+    plain = train_merges(languages, 2000, progress=False, weights={})
+    parity = train_merges(languages, 2000, progress=False, parity=True)
+    hybrid = train_merges(languages, 2000, progress=False, parity=True, global_merges=1000)
+    assert hybrid[:1000] == plain[:1000]
+    assert hybrid[1000:] != plain[1000:] and hybrid != parity
+    assert train_merges(languages, 2000, progress=False, parity=True, global_merges=2000) == plain
+
+
 def test_the_api_trains_a_tokenizer_by_source():
     table = {"en": {"hello": 10, " world": 5}, "de": {"hallo": 3, " welt": 8}}
     weighted = bpe.train(table, vocab_size=270, weights={"de": 2})
@@ -190,6 +235,8 @@ def test_the_api_trains_a_tokenizer_by_source():
     parity = bpe.train(table, vocab_size=270, parity=True)
     assert parity.merges == reference.train_parity(table, 14)
     assert parity.decode(parity.encode("hallo welt")) == "hallo welt"
+    hybrid = bpe.train(table, vocab_size=270, parity=True, global_merges=5)
+    assert hybrid.merges == reference.train_parity(table, 14, global_merges=5)
 
 
 def test_a_table_mixing_counts_and_sources_is_refused():

@@ -1,4 +1,4 @@
-"""``beam-bpe train --source-weight / --source-field / --parity``: counts by source, exact weights,
+"""``beam-bpe train --source-weight / --source-field / --parity / --global-merges``: counts by source, exact weights,
 parity-aware merges, per-source stats, and one clear line for every mistake."""
 
 import json
@@ -104,6 +104,34 @@ def test_parity_trains_what_the_library_trains_and_says_so(corpus, tmp_path, cap
     assert stats(output)["parity"] is True
 
 
+def test_global_merges_trains_the_hybrid_variant_and_resumes_only_with_the_same_count(corpus, tmp_path, capsys):
+    output = str(tmp_path / "out")
+    args = ["--input", str(corpus / "*.jsonl"), "--vocab-size", "700", "--output", output, "--source-field", "lang",
+            "--parity", *IN_MEMORY]
+    assert train(*args, "--global-merges", "200") == 0
+    table = source_table(output)
+    expected = bpe.train(table, 700, parity=True, global_merges=200)
+    assert merges(output) == json.loads(expected.to_json())["model"]["merges"]
+    assert expected.merges[:200] == bpe.train(table, 456, weights={}).merges
+    assert expected.merges != bpe.train(table, 700, parity=True).merges
+    assert "parity-aware training (after 200 merges by the count over all) over 4 sources" in capsys.readouterr().err
+    assert stats(output)["global_merges"] == 200
+    # A checkpoint of the first 250 merges, as an interrupted run leaves it: it resumes with the
+    # same --global-merges only, to the same merges.
+    from pipeline.train.resume import CHECKPOINT_FILE, fingerprint
+    os.remove(os.path.join(output, "tokenizer.json"))
+    with open(os.path.join(output, CHECKPOINT_FILE), "w") as f:
+        json.dump({"what": "beam-bpe merges checkpoint", "min_frequency": 2, "pattern": "gpt2", "tie_break": "bytes",
+                   "word_counts": fingerprint(os.path.join(output, "word_counts.parquet")), "parity": True,
+                   "global_merges": 200, "source_field": "lang", "source_weight": None, "vocab_size": 700,
+                   "special_tokens": [], "merges": expected.merges[:250]}, f)
+    assert train(*args, "--global-merges", "300", "--resume") == 2
+    assert "made with --global-merges 200, not 300" in capsys.readouterr().err
+    assert train(*args, "--global-merges", "200", "--resume") == 0
+    assert merges(output) == json.loads(expected.to_json())["model"]["merges"]
+    assert stats(output)["resumed_from_merges"] == 250
+
+
 def test_min_word_count_applies_to_the_weighted_count_over_all_sources(tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -136,6 +164,9 @@ def test_min_word_count_applies_to_the_weighted_count_over_all_sources(tmp_path)
     (["--source-weight", "*.jsonl=2", "--source-weight", "de*=3"], "matches both '*.jsonl' and 'de*'"),
     (["--source-weight", "de*=2", "--source-weight", "de*=3"], "--source-weight names 'de*' twice"),
     (["--parity"], "--parity needs sources"),
+    (["--source-field", "lang", "--global-merges", "10"], "--global-merges needs --parity"),
+    (["--source-field", "lang", "--parity", "--global-merges", "-1"], "--global-merges must be at least 0, not -1"),
+    (["--source-field", "lang", "--parity", "--global-merges", "44"], "--global-merges 44 leaves no parity-aware merge"),
     (["--source-field", "lang", "--format", "text"], "is a text file, whose records have no fields"),
 ])
 def test_source_mistakes_are_one_line_before_the_job(corpus, tmp_path, capsys, flags, message):
