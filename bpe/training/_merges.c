@@ -785,8 +785,22 @@ static PyObject *MergeLoop_memory(MergeLoop *s, PyObject *Py_UNUSED(ignored)) {
     return PyLong_FromSize_t(total);
 }
 
+/* The words with every merge so far applied, as the loop takes them (one code point per ID). */
+static PyObject *MergeLoop_current_words(MergeLoop *s, PyObject *Py_UNUSED(ignored)) {
+    PyObject *words = PyList_New((Py_ssize_t)s->nwords);
+    if (!words) return NULL;
+    for (size_t i = 0; i < s->nwords; i++) {
+        PyObject *word = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, s->symbols + s->start[i], s->len[i]);
+        if (!word) { Py_DECREF(words); return NULL; }
+        PyList_SET_ITEM(words, (Py_ssize_t)i, word);
+    }
+    return words;
+}
+
 static PyMethodDef MergeLoop_methods[] = {
     {"learn", (PyCFunction)MergeLoop_learn, METH_VARARGS, learn_doc},
+    {"current_words", (PyCFunction)MergeLoop_current_words, METH_NOARGS,
+     "The words with every merge so far applied: a str per word, one code point per token ID, in the given order."},
     {"memory", (PyCFunction)MergeLoop_memory, METH_NOARGS, "Bytes the loop holds now (words, pairs, heap)."},
     {NULL, NULL, 0, NULL},
 };

@@ -88,6 +88,10 @@ class LoopState:
             return _inverted(self.token_bytes[token])
         return chr(self.ranks[token] if token < len(self.ranks) else token)
 
+    def current_words(self) -> list[str]:
+        """The words with every merge so far applied (one character per token ID), in the given order."""
+        return list(self.words)
+
     def _add_token(self, left: int, right: int) -> None:
         """Records the token that merging ``left`` and ``right`` creates."""
         new_bytes = self.token_bytes[left] + self.token_bytes[right]

@@ -225,18 +225,26 @@ def train_merges(
         raise ValueError(f"global_merges must be an integer of at least 0, got {global_merges!r}")
     if global_merges and not parity:
         raise ValueError("global_merges is the hybrid variant of parity-aware training: it needs parity=True")
-    first = min(global_merges, num_merges)
-    if len(merges) < first:
-        # The hybrid variant: plain training's loop on the same table learns the first merges;
-        # the parity-aware loop then continues from them as from a checkpoint (the next merge
-        # depends only on the words with the merges so far applied, see ``_learn_merges``).
-        merges = train_merges(word_counts, first, min_frequency, progress, merges, checkpoint, checkpoint_every,
-                              tie_break, weights if weights is not None else {})
-        if len(merges) < first:
-            return merges  # no pair reaches min_frequency over all sources, so none does in one
     words, counts, min_frequency, sources = _load_any_table(word_counts, min_frequency, weights, parity)
     if merges and len(merges) < num_merges:
         _replay(words, merges)
+    first = min(global_merges, num_merges)
+    if len(merges) < first:
+        # The hybrid variant: the plain loop learns the first merges on the same words (a piece
+        # in several sources is several words, whose pairs add up to the summed table's), then
+        # the parity-aware loop continues on the words as the plain loop left them, as it would
+        # from a checkpoint (see ``_learn_merges``).
+        plain = []
+        token_bytes = vocabulary_bytes(merges)
+
+        def plain_loop():
+            plain.append(_new_loop(words, counts, token_bytes, min_frequency, tie_break))
+            return plain[-1]
+
+        merges = _run_loop(plain_loop, merges, first, progress, checkpoint, checkpoint_every)
+        if len(merges) < first:
+            return merges  # no pair reaches min_frequency over all sources, so none does in one
+        words = plain.pop().current_words()
     token_bytes = vocabulary_bytes(merges)
     return _run_loop(lambda: _new_loop(words, counts, token_bytes, min_frequency, tie_break, sources), merges,
                      num_merges, progress, checkpoint, checkpoint_every)
