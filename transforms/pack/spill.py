@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from typing import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -122,7 +123,8 @@ class SpillReader:
     """Reads tokens of spilled streams into arrays, keeping each stream's file open."""
 
     def __init__(self, dtype):
-        self._itemsize = np.dtype(dtype).itemsize
+        self._dtype = np.dtype(dtype)
+        self._itemsize = self._dtype.itemsize
         self._files: dict[str, object] = {}
 
     def read_into(self, path: str, offset: int, out: np.ndarray) -> None:
@@ -141,6 +143,24 @@ class SpillReader:
         if got != len(buffer):
             raise RuntimeError(f"{path}: {got} bytes at token {offset}, expected {len(buffer)} (a spilled stream "
                                "is shorter than its unit's documents)")
+
+    def chunks(self, reads: Iterable[tuple[str, int, int]], chunk_tokens: int) -> Iterator[np.ndarray]:
+        """The tokens of (stream path, offset, size) reads, back to back, as arrays of
+        ``chunk_tokens`` tokens (the last may be shorter; a long read is split), so a
+        writer holds one chunk whatever it writes. Each array is valid until the next
+        is asked for: one buffer is reused."""
+        buffer = np.empty(chunk_tokens, self._dtype)
+        filled = 0
+        for path, offset, size in reads:
+            while size:
+                take = min(size, chunk_tokens - filled)
+                self.read_into(path, offset, buffer[filled: filled + take])
+                filled, offset, size = filled + take, offset + take, size - take
+                if filled == chunk_tokens:
+                    yield buffer
+                    filled = 0
+        if filled:
+            yield buffer[:filled]
 
     def close(self) -> None:
         for f in self._files.values():
