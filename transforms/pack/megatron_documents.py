@@ -44,6 +44,7 @@ from transforms.pack.megatron_index import megatron_dtype, write_index
 from transforms.pack.packing_algorithm import UnitCounts, UnitDocuments
 from transforms.pack.sequence_order import SPLITS, Permutation
 from transforms.pack.spill import SpillReader, spill_path
+from transforms.pack.worker_memory import bound_worker_memory
 from transforms.pack.write_sequences import whole_file
 
 __all__ = ["CHUNK_TOKENS", "PARTS_DIR", "DocumentPlan", "WriteMegatronDocuments", "plan_documents", "split_files"]
@@ -149,6 +150,9 @@ class _WritePartFn(beam.DoFn):
         self._output_dir, self._scratch_dir = output_dir, scratch_dir
         self._spill_dtype, self._dtype = np.dtype(spill_dtype), np.dtype(dtype)
         self._counters = metrics.Counters("pack", "documents", "real_tokens")
+
+    def setup(self):
+        bound_worker_memory()
 
     def start_bundle(self):
         self._reader = SpillReader(self._spill_dtype)
