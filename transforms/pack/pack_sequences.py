@@ -142,7 +142,6 @@ def _unit_ids(unit: Unit) -> list[str]:
 
 def _id_counts(unit: Unit) -> Iterable[tuple[str, tuple[tuple[int, int], int]]]:
     """(id, (unit key, documents of the unit with that id)) for each id of a unit."""
-    bound_worker_memory()  # the first step of packing on a worker
     for doc_id, count in collections.Counter(_unit_ids(unit)).items():
         yield doc_id, (unit.key, count)
 

@@ -1,4 +1,5 @@
-"""The memory settings of a process that packs, made once, before its first unit.
+"""The memory settings of a process that packs, made once, by the first step that reads or
+writes tokens (spilling a unit, writing an output file or a part).
 
 A packing worker reads, spills and writes one unit, part or output file after
 another, each a few MiB of arrays, so its peak should be that of one of them
@@ -13,8 +14,10 @@ however many it handles (``benchmarks/RESULTS.md``, 2026-12-03):
   leave it fragmented: the peak of a worker writing Megatron's parts grew by
   about 1 MiB with each part.
 
-Elsewhere (another allocator, an Arrow built without jemalloc) the settings
-that do not apply are left as they are.
+Made earlier, in the pass over the ids, they raised the workers' peaks with
+Parquet output by 5-8 MiB, as measured. Elsewhere (another
+allocator, an Arrow built without jemalloc) the settings that do not apply are
+left as they are.
 """
 
 from __future__ import annotations
