@@ -43,8 +43,7 @@ from transforms import metrics
 from transforms.pack.megatron_index import megatron_dtype, write_index
 from transforms.pack.packing_algorithm import UnitCounts, UnitDocuments
 from transforms.pack.sequence_order import SPLITS, Permutation
-from transforms.pack.spill import SpillReader, spill_path
-from transforms.pack.worker_memory import bound_worker_memory
+from transforms.pack.spill import SpillReadingFn, spill_path
 from transforms.pack.write_sequences import whole_file
 
 __all__ = ["CHUNK_TOKENS", "PARTS_DIR", "DocumentPlan", "WriteMegatronDocuments", "plan_documents", "split_files"]
@@ -143,22 +142,13 @@ def _part_names(split: str, part: int) -> tuple[str, str]:
     return f"{base}.bin", f"{base}.lengths"
 
 
-class _WritePartFn(beam.DoFn):
+class _WritePartFn(SpillReadingFn):
     """The tokens and lengths of one part's documents, in shuffled order."""
 
     def __init__(self, output_dir: str, scratch_dir: str, spill_dtype, dtype):
-        self._output_dir, self._scratch_dir = output_dir, scratch_dir
-        self._spill_dtype, self._dtype = np.dtype(spill_dtype), np.dtype(dtype)
+        super().__init__(spill_dtype)
+        self._output_dir, self._scratch_dir, self._dtype = output_dir, scratch_dir, np.dtype(dtype)
         self._counters = metrics.Counters("pack", "documents", "real_tokens")
-
-    def setup(self):
-        bound_worker_memory()
-
-    def start_bundle(self):
-        self._reader = SpillReader(self._spill_dtype)
-
-    def finish_bundle(self):
-        self._reader.close()
 
     def _narrowed(self, split: str, tokens: np.ndarray) -> np.ndarray:
         """The tokens in Megatron's dtype; a token that does not fit it is an error, never wrapped."""

@@ -45,7 +45,7 @@ from transforms.coders import SizedPickleCoder
 from transforms.pack.input_shards import Unit, open_shard
 from transforms.pack.mix_sources import MixSources
 from transforms.pack.mixture_plan import FILES_PER_SOURCE, MixtureSpec
-from transforms.pack.spill import SpillReader, spill_path, spill_unit
+from transforms.pack.spill import SpillReadingFn, spill_path, spill_unit
 from transforms.pack.worker_memory import bound_worker_memory
 from transforms.pack.packing_algorithm import (
     Layout, Offsets, Pieces, SequenceBlock, UnitDocuments, assemble, cut_stream, pack_window, plan_splits,
@@ -255,21 +255,13 @@ def _place(keyed, bins, plans):
         yield (split, file), part
 
 
-class _AssembleFn(beam.DoFn):
+class _AssembleFn(SpillReadingFn):
     """The sequences of one output file, their tokens read from the spilled streams."""
 
     def __init__(self, directory: str, pad_id: int, dtype):
+        super().__init__(dtype)
         self._directory, self._pad_id, self._dtype = directory, pad_id, dtype
         self._counters = metrics.Counters("pack", "sequences", "real_tokens")
-
-    def setup(self):
-        bound_worker_memory()
-
-    def start_bundle(self):
-        self._reader = SpillReader(self._dtype)
-
-    def finish_bundle(self):
-        self._reader.close()
 
     def process(self, keyed, plans, offsets: Offsets):
         (split, file), parts = keyed

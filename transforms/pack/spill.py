@@ -22,6 +22,7 @@ import os
 import uuid
 from typing import Iterable, Iterator
 
+import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 from apache_beam.io.filesystem import CompressionTypes
@@ -30,8 +31,9 @@ from apache_beam.io.filesystems import FileSystems
 from transforms.pack.input_shards import Unit, as_token_type, read_batches
 from transforms.pack.packing_algorithm import UnitDocuments
 from transforms.pack.sequence_order import SPLITS, Occurrences, ValidationRule, id_hashes, split_masks
+from transforms.pack.worker_memory import bound_worker_memory
 
-__all__ = ["SpillReader", "spill_path", "spill_unit"]
+__all__ = ["SpillReader", "SpillReadingFn", "spill_path", "spill_unit"]
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -170,3 +172,22 @@ class SpillReader:
         for f in self._files.values():
             f.close()
         self._files.clear()
+
+
+class SpillReadingFn(beam.DoFn):
+    """A DoFn whose bundles read spilled streams: ``self._reader``, a ``SpillReader`` of
+    the spill's dtype for each bundle (its files closed at the bundle's end), in a
+    process whose allocators are set for packing (``worker_memory``)."""
+
+    def __init__(self, spill_dtype):
+        super().__init__()
+        self._spill_dtype = np.dtype(spill_dtype)
+
+    def setup(self):
+        bound_worker_memory()
+
+    def start_bundle(self):
+        self._reader = SpillReader(self._spill_dtype)
+
+    def finish_bundle(self):
+        self._reader.close()
