@@ -167,6 +167,19 @@ def test_megatron_order_is_the_same_whatever_the_shards_and_workers(runs, tmp_pa
         e.tobytes() for e in read_megatron(out / "train")[1])
 
 
+def test_megatron_written_in_small_chunks_is_the_same_bytes(runs, tmp_path, monkeypatch):
+    """A part's tokens go from the spill to its file a chunk at a time, and the join copies
+    the parts in pieces: chunks and pieces that cut documents anywhere change no byte."""
+    from transforms.pack import megatron_documents
+
+    monkeypatch.setattr(megatron_documents, "CHUNK_TOKENS", 7)
+    monkeypatch.setattr(megatron_documents, "_COPY_BYTES", 5)
+    out = tmp_path / "out"
+    assert pack("--input", str(runs / "shards"), "--output", str(out), "--format", "megatron", *COMMON) == 0
+    for name in ("train.bin", "train.idx", "validation.bin", "validation.idx"):
+        assert (out / name).read_bytes() == (runs / "megatron" / name).read_bytes(), name
+
+
 def test_megatron_picks_int32_tokens_for_a_large_vocabulary(tmp_path, monkeypatch):
     IndexedDataset = megatron_indexed_dataset(monkeypatch)
     rng = np.random.default_rng(2)

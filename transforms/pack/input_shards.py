@@ -55,9 +55,11 @@ class Unit(NamedTuple):
 
 
 def open_shard(path: str) -> pq.ParquetFile:
-    # Local files go to Arrow's own reader; other filesystems through Beam's.
+    # Local files go to Arrow's own reader, memory-mapped: read through a file handle instead,
+    # each row group left a few MiB more in the worker's heap for the first few dozen row
+    # groups, so a worker's peak grew with the input. Other filesystems go through Beam's.
     if "://" not in path or path.startswith("file://"):
-        return pq.ParquetFile(path.removeprefix("file://"))
+        return pq.ParquetFile(path.removeprefix("file://"), memory_map=True)
     return pq.ParquetFile(FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED))
 
 

@@ -16,9 +16,12 @@ shuffled order.
 - Positions are cut into parts of ``per_part`` documents (about
   ``tokens_per_part`` tokens); the writer of a part reads its documents'
   tokens from the spilled streams and writes the part's tokens and lengths to
-  ``parts/`` in the output directory: a worker holds one part at a time.
-- One step per split joins the parts, in order, into ``SPLIT.bin`` and writes
-  ``SPLIT.idx`` with running pointers, a chunk at a time.
+  ``parts/`` in the output directory, ``CHUNK_TOKENS`` tokens at a time
+  (``SpillReader.chunks``): a worker holds one part's lengths and one chunk of
+  its tokens, so its memory is the same for any size of part or input.
+- One step per split joins the parts, in order, into ``SPLIT.bin`` (copied in
+  pieces of the chunk's size) and writes ``SPLIT.idx`` with running pointers, a
+  chunk at a time.
 
 A split without documents has no files. Every file is written whole under a
 temporary name and renamed (``write_sequences.whole_file``), and its bytes
@@ -40,13 +43,17 @@ from transforms import metrics
 from transforms.pack.megatron_index import megatron_dtype, write_index
 from transforms.pack.packing_algorithm import UnitCounts, UnitDocuments
 from transforms.pack.sequence_order import SPLITS, Permutation
-from transforms.pack.spill import SpillReader, spill_path
+from transforms.pack.spill import SpillReadingFn, spill_path
 from transforms.pack.write_sequences import whole_file
 
-__all__ = ["PARTS_DIR", "DocumentPlan", "WriteMegatronDocuments", "plan_documents", "split_files"]
+__all__ = ["CHUNK_TOKENS", "PARTS_DIR", "DocumentPlan", "WriteMegatronDocuments", "plan_documents", "split_files"]
 
 PARTS_DIR = "parts"  # in the output directory: the parts before they are joined; the caller removes it
-_COPY_BYTES = 1 << 24  # the join copies a part's tokens this many bytes at a time
+# A part's tokens are read from the spill and written this many at a time (a whole part of
+# 8 M tokens at once made a worker's peak 16 MiB higher), and the join copies parts in pieces
+# of 2 MiB, so a worker's memory does not grow with a part's or the input's size.
+CHUNK_TOKENS = 1 << 20
+_COPY_BYTES = 1 << 21
 
 
 def split_files(split: str) -> tuple[str, str]:
@@ -135,19 +142,20 @@ def _part_names(split: str, part: int) -> tuple[str, str]:
     return f"{base}.bin", f"{base}.lengths"
 
 
-class _WritePartFn(beam.DoFn):
+class _WritePartFn(SpillReadingFn):
     """The tokens and lengths of one part's documents, in shuffled order."""
 
     def __init__(self, output_dir: str, scratch_dir: str, spill_dtype, dtype):
-        self._output_dir, self._scratch_dir = output_dir, scratch_dir
-        self._spill_dtype, self._dtype = np.dtype(spill_dtype), np.dtype(dtype)
+        super().__init__(spill_dtype)
+        self._output_dir, self._scratch_dir, self._dtype = output_dir, scratch_dir, np.dtype(dtype)
         self._counters = metrics.Counters("pack", "documents", "real_tokens")
 
-    def start_bundle(self):
-        self._reader = SpillReader(self._spill_dtype)
-
-    def finish_bundle(self):
-        self._reader.close()
+    def _narrowed(self, split: str, tokens: np.ndarray) -> np.ndarray:
+        """The tokens in Megatron's dtype; a token that does not fit it is an error, never wrapped."""
+        if self._dtype.itemsize < 8 and len(tokens) and int(tokens.max()) > np.iinfo(self._dtype).max:
+            raise RuntimeError(f"{split}: a token ID above {np.iinfo(self._dtype).max} does not fit Megatron's "
+                               f"{self._dtype.name} tokens")
+        return tokens.astype(self._dtype, copy=False)
 
     def process(self, keyed, plans):
         (split, part), placed = keyed
@@ -159,26 +167,19 @@ class _WritePartFn(beam.DoFn):
         lengths = np.concatenate([p[1] for p in placed])[order]
         keys = [key for p in placed for key in [p[2]] * len(p[0])]
         within = np.concatenate([p[3] for p in placed])[order]
-        tokens = np.empty(int(lengths.sum()), self._spill_dtype)
-        at = 0
-        for i, size in enumerate(lengths.tolist()):
-            if size:
-                # A mixture's unit key is (repeat, file, row group): streams are named by the last two.
-                path = spill_path(self._scratch_dir, split, keys[order[i]][-2:])
-                self._reader.read_into(path, int(within[i]), tokens[at: at + size])
-            at += size
-        if self._dtype.itemsize < 8 and len(tokens) and int(tokens.max()) > np.iinfo(self._dtype).max:
-            raise RuntimeError(f"{split}: a token ID above {np.iinfo(self._dtype).max} does not fit Megatron's "
-                               f"{self._dtype.name} tokens")
-        tokens = tokens.astype(self._dtype, copy=False)
+        # A mixture's unit key is (repeat, file, row group): streams are named by the last two.
+        reads = ((spill_path(self._scratch_dir, split, keys[order[i]][-2:]), int(within[i]), size)
+                 for i, size in enumerate(lengths.tolist()) if size)
         bin_name, lengths_name = _part_names(split, part)
         with whole_file(FileSystems.join(self._output_dir, *bin_name.split("/"))) as f:
-            f.write(memoryview(tokens).cast("B"))
+            for tokens in self._reader.chunks(reads, CHUNK_TOKENS):
+                f.write(memoryview(self._narrowed(split, tokens)).cast("B"))
         with whole_file(FileSystems.join(self._output_dir, *lengths_name.split("/"))) as f:
             f.write(lengths.astype(np.int32).tobytes())
         self._counters.documents.inc(len(lengths))
-        self._counters.real_tokens.inc(len(tokens))
-        yield split, (part, len(lengths), len(tokens))
+        tokens = int(lengths.sum())
+        self._counters.real_tokens.inc(tokens)
+        yield split, (part, len(lengths), tokens)
 
 
 def _read(path: str, chunk: int = _COPY_BYTES) -> Iterable[bytes]:

@@ -59,11 +59,13 @@ def _draws(spec: MixtureSpec, plan: SourcePlan, documents: UnitDocuments) -> np.
     return draws(documents.hashes["train"], spec.seed, plan.name, plan.full)
 
 
-def _buckets(documents: UnitDocuments, spec: MixtureSpec, passes: dict[str, SourcePlan]):
-    """{source: BucketCounts} of the unit's training documents, where its source draws."""
+def _buckets(documents: UnitDocuments, spec: MixtureSpec, passes: dict[str, SourcePlan]) -> dict[str, BucketCounts]:
+    """{source: BucketCounts} of the unit's training documents where its source draws;
+    empty where it does not (one element per unit, so the sum always has one)."""
     plan = passes[_source(spec, documents)]
     if plan.rest and len(documents.lengths["train"]):
-        yield {plan.name: BucketCounts.of(_draws(spec, plan, documents), documents.lengths["train"])}
+        return {plan.name: BucketCounts.of(_draws(spec, plan, documents), documents.lengths["train"])}
+    return {}
 
 
 def _add_buckets(parts: Iterable[dict[str, BucketCounts]]) -> dict[str, BucketCounts]:
@@ -74,27 +76,32 @@ def _add_buckets(parts: Iterable[dict[str, BucketCounts]]) -> dict[str, BucketCo
     return {name: BucketCounts.add(counts) for name, counts in by_source.items()}
 
 
-def _crossings(passes: dict[str, SourcePlan], counts: dict[str, BucketCounts]) -> dict[str, Crossing]:
+def _crossings(counts: dict[str, BucketCounts], passes: dict[str, SourcePlan]) -> dict[str, Crossing]:
     found = {name: find_crossing(counts[name], plan.rest) for name, plan in passes.items() if name in counts}
     return {name: crossing for name, crossing in found.items() if crossing is not None}
 
 
 def _candidates(documents: UnitDocuments, spec: MixtureSpec, passes: dict[str, SourcePlan],
-                crossings: dict[str, Crossing]):
-    """(source, (draw, id, occurrence, tokens)) of the unit's documents in its source's crossing bucket."""
+                crossings: dict[str, Crossing]) -> list[tuple[str, tuple]]:
+    """[(source, (draw, id, occurrence, tokens))] of the unit's documents in its source's
+    crossing bucket (one list per unit, often empty, so the gathering always has one)."""
     plan = passes[_source(spec, documents)]
     crossing = crossings.get(plan.name)
     if crossing is None or not len(documents.lengths["train"]):
-        return
+        return []
     unit_draws = _draws(spec, plan, documents)
     ids = documents.ids["train"]
-    for i in np.flatnonzero(buckets_of(unit_draws) == crossing.bucket).tolist():
-        yield plan.name, (int(unit_draws[i]), ids[i].as_py(), int(documents.occurrences["train"][i]),
-                          int(documents.lengths["train"][i]))
+    return [(plan.name, (int(unit_draws[i]), ids[i].as_py(), int(documents.occurrences["train"][i]),
+                         int(documents.lengths["train"][i])))
+            for i in np.flatnonzero(buckets_of(unit_draws) == crossing.bucket).tolist()]
 
 
-def _plans(passes: dict[str, SourcePlan], crossings: dict[str, Crossing],
-           candidates: list[tuple[str, tuple]]) -> dict[str, SourcePlan]:
+def _joined(lists: Iterable[list]) -> list:
+    return [item for part in lists for item in part]
+
+
+def _plans(candidates: list[tuple[str, tuple]], passes: dict[str, SourcePlan],
+           crossings: dict[str, Crossing]) -> dict[str, SourcePlan]:
     return {name: draw_last(plan, crossings[name], [c for n, c in candidates if n == name])
             if name in crossings else plan for name, plan in passes.items()}
 
@@ -146,27 +153,28 @@ class MixSources(beam.PTransform):
 
     def expand(self, documents):
         spec, single = self.spec, beam.pvalue.AsSingleton
-        # Every step between Spill and Mixed moves one small element per unit (or
-        # per document of a crossing bucket), so the mixture's cost is a few stages.
-        # Combines without defaults (an empty input gives no element, read as the side
-        # input's default) spare the stages that would insert one.
+        # Every step between Spill and Mixed moves one small element per unit (the
+        # documents of a crossing bucket are few), and each global step's result is
+        # computed in the stage that gathers it: the mixture's cost is a few stages.
+        # Every unit gives one element to each gathering, so each gives one element
+        # without the stages that insert a default.
         passes = (
             documents
             | "SourceCounts" >> beam.Map(lambda d: (_source(spec, d), _counts(d)))
             | "AllSources" >> beam.CombineGlobally(beam.combiners.ToListCombineFn()).without_defaults()
+            | "Passes" >> beam.Map(_passes, spec)
         )
-        passes = passes | "Passes" >> beam.Map(_passes, spec)
         crossings = (
             documents
-            | "Buckets" >> beam.FlatMap(_buckets, spec, single(passes))
+            | "Buckets" >> beam.Map(_buckets, spec, single(passes))
             | "SumBuckets" >> beam.CombineGlobally(_add_buckets).without_defaults()
+            | "Crossings" >> beam.Map(_crossings, single(passes))
         )
-        crossings = passes | "Crossings" >> beam.Map(_crossings, single(crossings, default_value={}))
-        candidates = (
+        plans = (
             documents
-            | "Candidates" >> beam.FlatMap(_candidates, spec, single(passes), single(crossings))
-            | "AllCandidates" >> beam.CombineGlobally(beam.combiners.ToListCombineFn()).without_defaults()
+            | "Candidates" >> beam.Map(_candidates, spec, single(passes), single(crossings))
+            | "AllCandidates" >> beam.CombineGlobally(_joined).without_defaults()
+            | "Plans" >> beam.Map(_plans, single(passes), single(crossings))
         )
-        plans = passes | "Plans" >> beam.Map(_plans, single(crossings), single(candidates, default_value=[]))
         mixed = documents | "Mixed" >> beam.FlatMap(_mixed, spec, single(plans))
         return MixedSources(mixed, plans)

@@ -45,7 +45,8 @@ from transforms.coders import SizedPickleCoder
 from transforms.pack.input_shards import Unit, open_shard
 from transforms.pack.mix_sources import MixSources
 from transforms.pack.mixture_plan import FILES_PER_SOURCE, MixtureSpec
-from transforms.pack.spill import SpillReader, spill_path, spill_unit
+from transforms.pack.spill import SpillReadingFn, spill_path, spill_unit
+from transforms.pack.worker_memory import bound_worker_memory
 from transforms.pack.packing_algorithm import (
     Layout, Offsets, Pieces, SequenceBlock, UnitDocuments, assemble, cut_stream, pack_window, plan_splits,
     split_by_file, window_of,
@@ -135,16 +136,6 @@ class SourceUnits(beam.PTransform):
 # ---------------------------------------------------------------- the DoFns
 
 
-def _use_jemalloc() -> None:
-    """Arrow's jemalloc pool gives freed memory back to the system sooner than its
-    default, so a worker's peak stays about that of one unit or one output file
-    however many it handles."""
-    try:
-        pa.set_memory_pool(pa.jemalloc_memory_pool())
-    except NotImplementedError:  # an Arrow built without jemalloc
-        pass
-
-
 def _unit_ids(unit: Unit) -> list[str]:
     return open_shard(unit.path).read_row_group(unit.row_group, columns=["id"]).column("id").to_pylist()
 
@@ -189,7 +180,7 @@ class _SpillFn(beam.DoFn):
         self._directory, self._dtype, self._with_keys = directory, dtype, with_keys
 
     def setup(self):
-        _use_jemalloc()
+        bound_worker_memory()
 
     def process(self, unit_earlier: tuple[Unit, dict[str, int]], rule) -> Iterable[UnitDocuments]:
         unit, earlier = unit_earlier
@@ -264,21 +255,13 @@ def _place(keyed, bins, plans):
         yield (split, file), part
 
 
-class _AssembleFn(beam.DoFn):
+class _AssembleFn(SpillReadingFn):
     """The sequences of one output file, their tokens read from the spilled streams."""
 
     def __init__(self, directory: str, pad_id: int, dtype):
+        super().__init__(dtype)
         self._directory, self._pad_id, self._dtype = directory, pad_id, dtype
         self._counters = metrics.Counters("pack", "sequences", "real_tokens")
-
-    def setup(self):
-        _use_jemalloc()
-
-    def start_bundle(self):
-        self._reader = SpillReader(self._dtype)
-
-    def finish_bundle(self):
-        self._reader.close()
 
     def process(self, keyed, plans, offsets: Offsets):
         (split, file), parts = keyed

@@ -17,9 +17,12 @@ staging directory of the output); the driver removes it with the staging.
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
+from typing import Iterable, Iterator
 
+import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 from apache_beam.io.filesystem import CompressionTypes
@@ -28,11 +31,15 @@ from apache_beam.io.filesystems import FileSystems
 from transforms.pack.input_shards import Unit, as_token_type, read_batches
 from transforms.pack.packing_algorithm import UnitDocuments
 from transforms.pack.sequence_order import SPLITS, Occurrences, ValidationRule, id_hashes, split_masks
+from transforms.pack.worker_memory import bound_worker_memory
 
-__all__ = ["SpillReader", "spill_path", "spill_unit"]
+__all__ = ["SpillReader", "SpillReadingFn", "spill_path", "spill_unit"]
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def spill_path(directory: str, split: str, key: tuple[int, int]) -> str:
+    """The stream of a unit's split. Remembered: a writer of an output file asks for it once
+    per read, thousands of times, and Beam's path join costs about 20 µs a call."""
     file, row_group = key
     return FileSystems.join(directory, f"{split}-{file:05d}-{row_group:05d}.tokens")
 
@@ -122,7 +129,8 @@ class SpillReader:
     """Reads tokens of spilled streams into arrays, keeping each stream's file open."""
 
     def __init__(self, dtype):
-        self._itemsize = np.dtype(dtype).itemsize
+        self._dtype = np.dtype(dtype)
+        self._itemsize = self._dtype.itemsize
         self._files: dict[str, object] = {}
 
     def read_into(self, path: str, offset: int, out: np.ndarray) -> None:
@@ -142,7 +150,44 @@ class SpillReader:
             raise RuntimeError(f"{path}: {got} bytes at token {offset}, expected {len(buffer)} (a spilled stream "
                                "is shorter than its unit's documents)")
 
+    def chunks(self, reads: Iterable[tuple[str, int, int]], chunk_tokens: int) -> Iterator[np.ndarray]:
+        """The tokens of (stream path, offset, size) reads, back to back, as arrays of
+        ``chunk_tokens`` tokens (the last may be shorter; a long read is split), so a
+        writer holds one chunk whatever it writes. Each array is valid until the next
+        is asked for: one buffer is reused."""
+        buffer = np.empty(chunk_tokens, self._dtype)
+        filled = 0
+        for path, offset, size in reads:
+            while size:
+                take = min(size, chunk_tokens - filled)
+                self.read_into(path, offset, buffer[filled: filled + take])
+                filled, offset, size = filled + take, offset + take, size - take
+                if filled == chunk_tokens:
+                    yield buffer
+                    filled = 0
+        if filled:
+            yield buffer[:filled]
+
     def close(self) -> None:
         for f in self._files.values():
             f.close()
         self._files.clear()
+
+
+class SpillReadingFn(beam.DoFn):
+    """A DoFn whose bundles read spilled streams: ``self._reader``, a ``SpillReader`` of
+    the spill's dtype for each bundle (its files closed at the bundle's end), in a
+    process whose allocators are set for packing (``worker_memory``)."""
+
+    def __init__(self, spill_dtype):
+        super().__init__()
+        self._spill_dtype = np.dtype(spill_dtype)
+
+    def setup(self):
+        bound_worker_memory()
+
+    def start_bundle(self):
+        self._reader = SpillReader(self._spill_dtype)
+
+    def finish_bundle(self):
+        self._reader.close()

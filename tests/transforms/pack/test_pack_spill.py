@@ -72,6 +72,25 @@ def test_the_reader_reads_ranges_and_refuses_a_short_stream(tmp_path):
     reader.close()
 
 
+@pytest.mark.parametrize("chunk", [1, 3, 7, 64, 10_000])
+def test_the_reader_gives_reads_back_to_back_in_chunks_of_a_fixed_size(tmp_path, chunk):
+    """Reads of any size, from several streams, in any order: the chunks joined are the
+    reads joined, every chunk but the last is full, and none is larger."""
+    paths = []
+    for n, size in enumerate((50, 1, 300)):
+        paths.append(str(tmp_path / f"{n}.tokens"))
+        (np.arange(size, dtype=np.uint32) + 1000 * n).tofile(paths[-1])
+    reads = [(paths[2], 17, 200), (paths[0], 0, 50), (paths[1], 0, 1), (paths[2], 0, 3), (paths[0], 49, 1),
+             (paths[2], 250, 50)]
+    expected = np.concatenate([np.fromfile(p, np.uint32)[o: o + s] for p, o, s in reads])
+    reader = SpillReader(np.uint32)
+    chunks = [c.copy() for c in reader.chunks(iter(reads), chunk)]  # each chunk is valid until the next
+    reader.close()
+    assert np.array_equal(np.concatenate(chunks), expected)
+    assert all(len(c) == chunk for c in chunks[:-1]) and 0 < len(chunks[-1]) <= chunk
+    assert list(SpillReader(np.uint32).chunks(iter([]), chunk)) == []
+
+
 def test_pack_reads_every_row_group_once_and_leaves_no_spill(tmp_path, monkeypatch):
     from transforms.pack import spill as pack_spill
     from transforms.pack import shard_units
