@@ -35,14 +35,18 @@ as a rank file where tiktoken's own rule gives the same IDs, proven by
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import operator
 from typing import Mapping, Sequence
+
+import numpy as np
 
 from bpe.engines.rank_proof import rank_mismatch
 from bpe.reference import check_count, piece_bytes
 from bpe.tokenizer import Tokenizer
 from bpe.tokenizer_file import byte_to_char, tiktoken_file, token_bytes_of
+from bpe.training.base_encoding import base_ids
 
 __all__ = ["BaseTable", "check_extension_merges", "expand", "extended_tokenizer", "rank_file", "replay",
            "spelled_bytes"]
@@ -72,29 +76,27 @@ class BaseTable:
 
     Attributes:
       words: each piece of two or more base tokens as a str of IDs (``chr(id)``),
-        sorted; ``counts`` beside them.
+        sorted by the piece's bytes; ``counts`` beside them.
       pieces: occurrences of all pieces (single-token ones included).
       tokens: the base's tokens over all pieces (each piece times its count).
+
+    The base's IDs of every piece come as one flat array (``base_ids``), which
+    becomes one str cut into the words: no Python step per ID.
     """
 
     def __init__(self, base: Tokenizer, word_counts: Mapping[bytes | str, int]):
-        for word, count in word_counts.items():
-            check_count(word, count)
-        if all(type(word) is bytes for word in word_counts):
-            totals = word_counts  # unique keys already
-        else:
-            totals = {}
-            for word, count in word_counts.items():
-                word = piece_bytes(word)
-                totals[word] = totals.get(word, 0) + int(count)
-        words = sorted(word for word, count in totals.items() if count and word)
-        counts = [int(totals[word]) for word in words]
-        encoded = list(map(_piece_encoding(base), words))
+        totals = _piece_totals(word_counts)
+        pieces = sorted(word for word, count in totals.items() if count and word)
+        counts = list(map(totals.__getitem__, pieces))
+        ids, lengths = base_ids(base, pieces)
         self.pieces = sum(counts)
-        self.tokens = sum(map(operator.mul, counts, map(len, encoded)))
-        kept = [i for i, ids in enumerate(encoded) if len(ids) > 1]
-        self.words: list[str] = ["".join(map(chr, encoded[i])) for i in kept]
-        self.counts: list[int] = [counts[i] for i in kept]
+        self.tokens = sum(map(operator.mul, counts, lengths.tolist()))
+        # One str of every ID (UTF-32 holds any ID up to sys.maxunicode, surrogates kept), cut into words.
+        text = ids.astype("<u4").tobytes().decode("utf-32-le", "surrogatepass")
+        ends = np.cumsum(lengths)
+        kept = lengths > 1
+        self.words: list[str] = [text[start:end] for start, end in zip((ends - lengths)[kept].tolist(), ends[kept].tolist())]
+        self.counts: list[int] = list(itertools.compress(counts, kept.tolist()))
 
     def tokens_after(self, merges: Sequence[Pair], first_id: int) -> int:
         """The tokens over all pieces once the new ``merges`` are replayed on the base's encoding."""
@@ -103,15 +105,24 @@ class BaseTable:
         return self.tokens - sum(count * (len(old) - len(new)) for old, new, count in zip(self.words, words, self.counts))
 
 
-def _piece_encoding(base: Tokenizer):
-    """The base's encoding of one piece (bytes -> IDs): for a rank file tiktoken's own core, whose
-    rule is the file's by definition (no Python step per merge); else the reference encoder."""
-    if base.kind == "tiktoken":
-        try:
-            return base.to_tiktoken()._core_bpe.encode_single_piece
-        except Exception:  # noqa: BLE001 - no tiktoken, or one without the call: the reference
-            pass
-    return base.piece_encoder.encode_bytes
+def _piece_totals(word_counts: Mapping[bytes | str, int]) -> Mapping[bytes, int]:
+    """The table checked (``check_count``) and keyed by bytes, pieces with equal bytes added up.
+
+    A table of bytes and plain ints (what counting gives) passes ``check_count``
+    exactly when no count is negative, which one pass over the counts checks; any
+    other goes through ``check_count`` entry by entry, for its message.
+    """
+    plain = set(map(type, word_counts)) <= {bytes} and set(map(type, word_counts.values())) <= {int}
+    if not (plain and min(word_counts.values(), default=0) >= 0):
+        for word, count in word_counts.items():
+            check_count(word, count)
+    if plain:
+        return word_counts  # unique keys already
+    totals: dict[bytes, int] = {}
+    for word, count in word_counts.items():
+        word = piece_bytes(word)
+        totals[word] = totals.get(word, 0) + int(count)
+    return totals
 
 
 def replay(words: list[str], merges: Sequence[Pair], first_id: int) -> None:
