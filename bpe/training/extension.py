@@ -42,6 +42,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from bpe import tokenizer_export
 from bpe.engines.rank_proof import rank_mismatch
 from bpe.reference import check_count, piece_bytes
 from bpe.tokenizer import Tokenizer
@@ -218,7 +219,7 @@ def extended_tokenizer(base: Tokenizer, merges: Sequence[Pair]) -> Tokenizer:
     first_id = base.vocab_size
     if base.kind == "beam-bpe" and not base.special_tokens:
         return Tokenizer([*base.merges, *merges], pattern=base.pattern)
-    spec = json.loads(base.to_json())
+    spec = _file_object(base)
     model = spec["model"]
     names = {token_id: name for name, token_id in model["vocab"].items()}
     strings = bool(model["merges"]) and isinstance(model["merges"][0], str)
@@ -239,6 +240,14 @@ def extended_tokenizer(base: Tokenizer, merges: Sequence[Pair]) -> Tokenizer:
     if model.get("ignore_merges"):
         _check_whole_tokens(base, merges, first_id, token_bytes)
     return extended
+
+
+def _file_object(base: Tokenizer) -> dict:
+    """The base's tokenizer.json as its JSON object (``Tokenizer.to_json``); a rank file's built as
+    an object (``rank_file_object``: derived and proven as ``to_json`` does), not written and read."""
+    if base.kind == "tiktoken":
+        return tokenizer_export.rank_file_object(base.ordinary_tokens(), base.pattern, base.special_tokens)
+    return json.loads(base.to_json())
 
 
 def _check_whole_tokens(base: Tokenizer, merges: list[Pair], first_id: int, token_bytes: list[bytes]) -> None:
