@@ -38,6 +38,7 @@ import dataclasses
 import itertools
 import json
 import operator
+import os
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -48,6 +49,15 @@ from bpe.reference import check_count, piece_bytes
 from bpe.tokenizer import Tokenizer
 from bpe.tokenizer_file import byte_to_char, tiktoken_file, token_bytes_of
 from bpe.training.base_encoding import base_ids
+
+# The compiled twin of ``replay``, under the switch the trainer's merge loop follows.
+if os.environ.get("BEAM_BPE_PURE_PYTHON") == "1":
+    _merges = None
+else:
+    try:
+        from bpe.training import _merges
+    except ImportError:  # not built: replay in Python
+        _merges = None
 
 __all__ = ["BaseTable", "check_extension_merges", "expand", "extended_tokenizer", "rank_file", "replay",
            "spelled_bytes"]
@@ -100,10 +110,15 @@ class BaseTable:
         self.counts: list[int] = list(itertools.compress(counts, kept.tolist()))
 
     def tokens_after(self, merges: Sequence[Pair], first_id: int) -> int:
-        """The tokens over all pieces once the new ``merges`` are replayed on the base's encoding."""
-        words = list(self.words)
-        replay(words, merges, first_id)
-        return self.tokens - sum(count * (len(old) - len(new)) for old, new, count in zip(self.words, words, self.counts))
+        """The tokens over all pieces once the new ``merges`` are replayed on the base's encoding
+        (``replay``; in C where the merge loop is built: ``_merges.replay_lengths``, its twin)."""
+        if getattr(_merges, "replay_lengths", None) is not None:
+            lengths = _merges.replay_lengths(self.words, [(int(left), int(right)) for left, right in merges], first_id)
+        else:
+            words = list(self.words)
+            replay(words, merges, first_id)
+            lengths = map(len, words)
+        return self.tokens - sum(count * (len(old) - new) for old, new, count in zip(self.words, lengths, self.counts))
 
 
 def _piece_totals(word_counts: Mapping[bytes | str, int]) -> Mapping[bytes, int]:
