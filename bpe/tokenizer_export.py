@@ -15,7 +15,8 @@ that token's ID), or, with ``ignore_merges``, a special token the vocab must hol
 would give a piece of those bytes the special token's ID).
 
 ``rank_file_model`` is the merge list alone, for a tokenizer built on a rank file
-(merges appended after it); ``rank_file_json`` the whole file.
+(merges appended after it); ``rank_file_json`` the whole file, and ``rank_file_object``
+the same as its JSON object, for a caller that adds to it before writing.
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ from __future__ import annotations
 from typing import Mapping
 
 from bpe.engines.rank_proof import rank_export_mismatch
-from bpe.tokenizer_file import TokenizerFileError, render, token_bytes_of
-from bpe.tokenizer_file.render import special_token_clash, specials_in_vocab
+from bpe.tokenizer_file import TokenizerFileError, token_bytes_of
+from bpe.tokenizer_file.render import as_text, file_object, special_token_clash, specials_in_vocab
 from bpe.tokenizer_file.tiktoken_file import ExactMerges, exact_merges
 
-__all__ = ["ExactMerges", "NoExactFile", "rank_file_json", "rank_file_model"]
+__all__ = ["ExactMerges", "NoExactFile", "rank_file_json", "rank_file_model", "rank_file_object"]
 
 
 class NoExactFile(TokenizerFileError):
@@ -57,6 +58,15 @@ def rank_file_json(tokens: Mapping[int, bytes], pattern: str, special_tokens: Ma
       NoExactFile: one line: the proof fails, or a special token that no file can
         hold with its ID (see the module).
     """
+    return as_text(rank_file_object(tokens, pattern, special_tokens))
+
+
+def rank_file_object(tokens: Mapping[int, bytes], pattern: str, special_tokens: Mapping[str, int]) -> dict:
+    """``rank_file_json``'s file as its JSON object.
+
+    Raises:
+      NoExactFile: as ``rank_file_json``.
+    """
     model = rank_file_model(tokens)
     clash = special_token_clash(special_tokens, tokens)
     if clash:
@@ -71,4 +81,4 @@ def rank_file_json(tokens: Mapping[int, bytes], pattern: str, special_tokens: Ma
                     f"(token {model.whole_only[0]} is made only as a whole piece), under which Hugging Face would "
                     "give a piece of those bytes the special token's ID"
                 )
-    return render(tokens, model.merges, pattern, special_tokens, ignore_merges=model.ignore_merges)
+    return file_object(tokens, model.merges, pattern, special_tokens, ignore_merges=model.ignore_merges)

@@ -133,15 +133,24 @@ def rank_export_mismatch(tokens: Mapping[int, bytes], merges: Sequence[tuple[int
       a place's pair spells that token once at most, as parts only grow).
 
     A token's own run is tiktoken's rule on its bytes without the whole-piece rule
-    (``own_run``). The checks, O(total token bytes x token length):
+    (``own_run``). The checks:
 
     (a) every merge joins two tokens into a token, and the tokens the merges make
         rise strictly in rank: one merge per token, listed in rank order;
     (b) a token of two or more bytes whose own run ends as the token has exactly
         its run's last step as its merge; any other has no merge, and then
-        ``ignore_merges`` is on.
+        ``ignore_merges`` is on. O(total token bytes x token length).
 
-    Where they hold, the two rules give the same IDs on every piece:
+    Where every token of two or more bytes has a merge and each merge joins tokens
+    of lower rank than the one it makes, (b) is not needed when ``rank_mismatch``,
+    O(vocabulary), proves the merges instead: renumbered into our contract (byte b
+    is ID b, the longer tokens 256, 257, ... in rank order, as
+    ``rank_file_mismatch`` does) they are then a merge list that makes every
+    token, and replaying it pair by pair (Hugging Face's rule, with or without
+    ``ignore_merges``: every token replays to itself) gives tiktoken's IDs on
+    every text. Only where that proof finds a mismatch does (b) decide.
+
+    Where (a) and (b) hold, the two rules give the same IDs on every piece:
 
     1. Inside a run. In tiktoken's run on any piece, a part that spans a token T's
        bytes is made by T's own run's last step. Until T's part exists, every part
@@ -182,6 +191,8 @@ def rank_export_mismatch(tokens: Mapping[int, bytes], merges: Sequence[tuple[int
         if made_id <= previous:
             return f"merge {i} makes token {made_id}, not after the token {previous} the merge before it makes"
         made[made_id], previous = (left, right), made_id
+    if _replay_is_tiktoken(tokens, merges, made):
+        return None
     for rank in sorted(tokens):
         data = tokens[rank]
         if len(data) < 2:
@@ -198,6 +209,22 @@ def rank_export_mismatch(tokens: Mapping[int, bytes], merges: Sequence[tuple[int
             return (f"token {rank} ({data!r}) is made by tiktoken only as a whole piece "
                     "(its own bytes end as several parts), which needs ignore_merges")
     return None
+
+
+def _replay_is_tiktoken(tokens: Mapping[int, bytes], merges: Sequence[tuple[int, int]],
+                        made: Mapping[int, tuple[int, int]]) -> bool:
+    """Whether ``rank_mismatch`` proves that replaying ``merges`` (checked by (a) of
+    ``rank_export_mismatch``: one per token made, in rank order) gives tiktoken's IDs: every
+    token of two or more bytes has a merge, each joining tokens of lower rank."""
+    longer = sorted(rank for rank, data in tokens.items() if len(data) > 1)
+    if len(made) != len(longer):
+        return False
+    ours = {rank: data[0] for rank, data in tokens.items() if len(data) == 1}
+    ours.update((rank, 256 + i) for i, rank in enumerate(longer))
+    renumbered = [(ours[left], ours[right]) for left, right in merges]
+    if any(left >= 256 + i or right >= 256 + i for i, (left, right) in enumerate(renumbered)):
+        return False
+    return rank_mismatch(_Merges(renumbered)) is None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Iterable, Mapping, Sequence
 from bpe.pretokenize import onig_compatible
 from bpe.tokenizer_file.spec import byte_to_char
 
-__all__ = ["render", "render_with_regex", "special_token_clash", "specials_in_vocab"]
+__all__ = ["as_text", "file_object", "render", "render_with_regex", "special_token_clash", "specials_in_vocab"]
 
 
 def render(token_bytes: Sequence[bytes] | Mapping[int, bytes], merges: Sequence[tuple[int, int]], pattern: str,
@@ -36,8 +36,22 @@ def render(token_bytes: Sequence[bytes] | Mapping[int, bytes], merges: Sequence[
     Raises:
       ValueError: two tokens have the same bytes (the vocab, keyed by bytes, cannot hold both).
     """
-    return render_with_regex(token_bytes, merges, onig_compatible(pattern), special_tokens, indent=1,
-                             ignore_merges=ignore_merges)
+    return as_text(file_object(token_bytes, merges, pattern, special_tokens, ignore_merges))
+
+
+def file_object(token_bytes: Sequence[bytes] | Mapping[int, bytes], merges: Sequence[tuple[int, int]], pattern: str,
+                special_tokens: Mapping[str, int], ignore_merges: bool = False) -> dict:
+    """What ``render`` writes, as the JSON object (for a caller that adds to it before writing).
+
+    Raises:
+      ValueError: two tokens have the same bytes.
+    """
+    return _json_object(token_bytes, merges, onig_compatible(pattern), special_tokens, ignore_merges)
+
+
+def as_text(file: dict) -> str:
+    """A tokenizer.json object as ``render`` writes it (one JSON value per line)."""
+    return json.dumps(file, ensure_ascii=False, indent=1)
 
 
 def render_with_regex(token_bytes: Sequence[bytes] | Mapping[int, bytes], merges: Sequence[tuple[int, int]],
@@ -49,6 +63,13 @@ def render_with_regex(token_bytes: Sequence[bytes] | Mapping[int, bytes], merges
     Raises:
       ValueError: two tokens have the same bytes.
     """
+    return json.dumps(_json_object(token_bytes, merges, split_regex, special_tokens, ignore_merges),
+                      ensure_ascii=False, indent=indent)
+
+
+def _json_object(token_bytes: Sequence[bytes] | Mapping[int, bytes], merges: Sequence[tuple[int, int]],
+                 split_regex: str, special_tokens: Mapping[str, int], ignore_merges: bool) -> dict:
+    """The tokenizer.json object with ``split_regex`` as the Split pattern, spelt exactly as given."""
     to_char = byte_to_char()
     items = token_bytes.items() if isinstance(token_bytes, Mapping) else enumerate(token_bytes)
     names = {token_id: "".join(to_char[b] for b in data) for token_id, data in items}
@@ -61,49 +82,45 @@ def render_with_regex(token_bytes: Sequence[bytes] | Mapping[int, bytes], merges
     if specials_in_vocab(len(vocab), special_tokens):
         vocab.update(special_tokens)
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
-    return json.dumps(
-        {
-            "version": "1.0",
-            "truncation": None,
-            "padding": None,
-            "added_tokens": [
-                {
-                    "id": token_id,
-                    "content": content,
-                    "single_word": False,
-                    "lstrip": False,
-                    "rstrip": False,
-                    "normalized": False,
-                    "special": True,
-                }
-                for content, token_id in special_tokens.items()
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [
+            {
+                "id": token_id,
+                "content": content,
+                "single_word": False,
+                "lstrip": False,
+                "rstrip": False,
+                "normalized": False,
+                "special": True,
+            }
+            for content, token_id in special_tokens.items()
+        ],
+        "normalizer": None,
+        "pre_tokenizer": {
+            "type": "Sequence",
+            "pretokenizers": [
+                {"type": "Split", "pattern": {"Regex": split_regex}, "behavior": "Isolated", "invert": False},
+                byte_level,
             ],
-            "normalizer": None,
-            "pre_tokenizer": {
-                "type": "Sequence",
-                "pretokenizers": [
-                    {"type": "Split", "pattern": {"Regex": split_regex}, "behavior": "Isolated", "invert": False},
-                    byte_level,
-                ],
-            },
-            "post_processor": None,
-            "decoder": byte_level,
-            "model": {
-                "type": "BPE",
-                "dropout": None,
-                "unk_token": None,
-                "continuing_subword_prefix": None,
-                "end_of_word_suffix": None,
-                "fuse_unk": False,
-                "byte_fallback": False,
-                "ignore_merges": ignore_merges,
-                "vocab": vocab,
-                "merges": [[names[left], names[right]] for left, right in merges],
-            },
         },
-        ensure_ascii=False,
-        indent=indent,
-    )
+        "post_processor": None,
+        "decoder": byte_level,
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": ignore_merges,
+            "vocab": vocab,
+            "merges": [[names[left], names[right]] for left, right in merges],
+        },
+    }
 
 
 def specials_in_vocab(ordinary_count: int, special_tokens: Mapping[str, int]) -> bool:

@@ -828,8 +828,101 @@ static PyTypeObject MergeLoopType = {
     .tp_methods = MergeLoop_methods,
 };
 
+/* replay_lengths: the length of each word once new merges are replayed on it, in learned
+ * order (bpe.training.extension.replay, whose result it equals word for word): per word,
+ * every occurrence of the present pair learned first is merged, left to right, until no
+ * adjacent pair is a merge. The merges live in an open-addressing table (pair -> rank). */
+static inline uint64_t pair_key(uint32_t left, uint32_t right) { return ((uint64_t)left << 32) | right; }
+
+static inline size_t key_slot(uint64_t key, size_t mask) {
+    return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 17) & mask;
+}
+
+static int64_t merge_rank(const uint64_t *keys, const int64_t *ranks, size_t mask, uint64_t key) {
+    for (size_t slot = key_slot(key, mask);; slot = (slot + 1) & mask) {
+        if (ranks[slot] < 0) return -1;
+        if (keys[slot] == key) return ranks[slot];
+    }
+}
+
+PyDoc_STRVAR(replay_lengths_doc,
+"replay_lengths(words, merges, first_id) -> list[int]\n\n"
+"The length of each word (a str of token IDs) once the new merges (left, right),\n"
+"merge i making ID first_id + i, are replayed on it in learned order.");
+
+static PyObject *replay_lengths(PyObject *Py_UNUSED(module), PyObject *args) {
+    PyObject *words, *merges;
+    unsigned long first_id;
+    if (!PyArg_ParseTuple(args, "O!O!k", &PyList_Type, &words, &PyList_Type, &merges, &first_id)) return NULL;
+    Py_ssize_t nmerges = PyList_GET_SIZE(merges), nwords = PyList_GET_SIZE(words);
+    size_t cap = 16;
+    while (cap < 2 * (size_t)nmerges) cap <<= 1;
+    uint64_t *keys = malloc(cap * sizeof(uint64_t));
+    int64_t *ranks = malloc(cap * sizeof(int64_t));
+    uint64_t *by_rank = malloc((nmerges ? (size_t)nmerges : 1) * sizeof(uint64_t));
+    uint32_t *symbols = NULL;
+    size_t symbols_cap = 0;
+    PyObject *lengths = NULL;
+    if (!keys || !ranks || !by_rank) { PyErr_NoMemory(); goto done; }
+    memset(ranks, 0xff, cap * sizeof(int64_t));
+    for (Py_ssize_t i = 0; i < nmerges; i++) {
+        unsigned long left, right;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(merges, i), "kk", &left, &right)) goto done;
+        uint64_t key = by_rank[i] = pair_key((uint32_t)left, (uint32_t)right);
+        size_t slot = key_slot(key, cap - 1);
+        while (ranks[slot] >= 0 && keys[slot] != key) slot = (slot + 1) & (cap - 1);
+        keys[slot] = key;
+        ranks[slot] = i; /* a repeated pair takes its last rank, as replay's dict does */
+    }
+    if (!(lengths = PyList_New(nwords))) goto done;
+    for (Py_ssize_t w = 0; w < nwords; w++) {
+        PyObject *word = PyList_GET_ITEM(words, w);
+        if (!PyUnicode_Check(word)) { PyErr_SetString(PyExc_TypeError, "words must be str"); goto fail; }
+        Py_ssize_t n = PyUnicode_GET_LENGTH(word);
+        if ((size_t)n > symbols_cap) {
+            free(symbols);
+            symbols_cap = (size_t)n * 2;
+            if (!(symbols = malloc(symbols_cap * sizeof(uint32_t)))) { PyErr_NoMemory(); goto fail; }
+        }
+        int kind = PyUnicode_KIND(word);
+        const void *data = PyUnicode_DATA(word);
+        for (Py_ssize_t k = 0; k < n; k++) symbols[k] = PyUnicode_READ(kind, data, k);
+        while (n > 1) {
+            int64_t best = -1;
+            for (Py_ssize_t k = 0; k + 1 < n; k++) {
+                int64_t rank = merge_rank(keys, ranks, cap - 1, pair_key(symbols[k], symbols[k + 1]));
+                if (rank >= 0 && (best < 0 || rank < best)) best = rank;
+            }
+            if (best < 0) break;
+            uint64_t merged = by_rank[best];
+            uint32_t left = (uint32_t)(merged >> 32), right = (uint32_t)merged, made = (uint32_t)(first_id + best);
+            Py_ssize_t out = 0;
+            for (Py_ssize_t k = 0; k < n; k++) {
+                if (k + 1 < n && symbols[k] == left && symbols[k + 1] == right) { symbols[out++] = made; k++; }
+                else symbols[out++] = symbols[k];
+            }
+            n = out;
+        }
+        PyObject *length = PyLong_FromSsize_t(n);
+        if (!length) goto fail;
+        PyList_SET_ITEM(lengths, w, length);
+    }
+    goto done;
+fail:
+    Py_CLEAR(lengths);
+done:
+    free(keys); free(ranks); free(by_rank); free(symbols);
+    return lengths;
+}
+
+static PyMethodDef module_methods[] = {
+    {"replay_lengths", replay_lengths, METH_VARARGS, replay_lengths_doc},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef merges_module = {
     PyModuleDef_HEAD_INIT, .m_name = "bpe.training._merges", .m_doc = "The BPE merge loop in C (see bpe/training/merge_loop.py).", .m_size = -1,
+    .m_methods = module_methods,
 };
 
 PyMODINIT_FUNC PyInit__merges(void) {

@@ -35,14 +35,21 @@ as a rank file where tiktoken's own rule gives the same IDs, proven by
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import operator
 from typing import Mapping, Sequence
 
+import numpy as np
+
+from bpe import tokenizer_export
 from bpe.engines.rank_proof import rank_mismatch
 from bpe.reference import check_count, piece_bytes
 from bpe.tokenizer import Tokenizer
 from bpe.tokenizer_file import byte_to_char, tiktoken_file, token_bytes_of
+from bpe.training.base_encoding import base_ids
+
+from bpe.training.compiled import compiled_merges as _merges  # None: replay in Python
 
 __all__ = ["BaseTable", "check_extension_merges", "expand", "extended_tokenizer", "rank_file", "replay",
            "spelled_bytes"]
@@ -72,46 +79,58 @@ class BaseTable:
 
     Attributes:
       words: each piece of two or more base tokens as a str of IDs (``chr(id)``),
-        sorted; ``counts`` beside them.
+        sorted by the piece's bytes; ``counts`` beside them.
       pieces: occurrences of all pieces (single-token ones included).
       tokens: the base's tokens over all pieces (each piece times its count).
+
+    The base's IDs of every piece come as one flat array (``base_ids``), which
+    becomes one str cut into the words: no Python step per ID.
     """
 
     def __init__(self, base: Tokenizer, word_counts: Mapping[bytes | str, int]):
-        for word, count in word_counts.items():
-            check_count(word, count)
-        if all(type(word) is bytes for word in word_counts):
-            totals = word_counts  # unique keys already
-        else:
-            totals = {}
-            for word, count in word_counts.items():
-                word = piece_bytes(word)
-                totals[word] = totals.get(word, 0) + int(count)
-        words = sorted(word for word, count in totals.items() if count and word)
-        counts = [int(totals[word]) for word in words]
-        encoded = list(map(_piece_encoding(base), words))
+        totals = _piece_totals(word_counts)
+        pieces = sorted(word for word, count in totals.items() if count and word)
+        counts = list(map(totals.__getitem__, pieces))
+        ids, lengths = base_ids(base, pieces)
         self.pieces = sum(counts)
-        self.tokens = sum(map(operator.mul, counts, map(len, encoded)))
-        kept = [i for i, ids in enumerate(encoded) if len(ids) > 1]
-        self.words: list[str] = ["".join(map(chr, encoded[i])) for i in kept]
-        self.counts: list[int] = [counts[i] for i in kept]
+        self.tokens = sum(map(operator.mul, counts, lengths.tolist()))
+        # One str of every ID (UTF-32 holds any ID up to sys.maxunicode, surrogates kept), cut into words.
+        text = ids.astype("<u4").tobytes().decode("utf-32-le", "surrogatepass")
+        ends = np.cumsum(lengths)
+        kept = lengths > 1
+        self.words: list[str] = [text[start:end] for start, end in zip((ends - lengths)[kept].tolist(), ends[kept].tolist())]
+        self.counts: list[int] = list(itertools.compress(counts, kept.tolist()))
 
     def tokens_after(self, merges: Sequence[Pair], first_id: int) -> int:
-        """The tokens over all pieces once the new ``merges`` are replayed on the base's encoding."""
-        words = list(self.words)
-        replay(words, merges, first_id)
-        return self.tokens - sum(count * (len(old) - len(new)) for old, new, count in zip(self.words, words, self.counts))
+        """The tokens over all pieces once the new ``merges`` are replayed on the base's encoding
+        (``replay``; in C where the merge loop is built: ``_merges.replay_lengths``, its twin)."""
+        if getattr(_merges, "replay_lengths", None) is not None:
+            lengths = _merges.replay_lengths(self.words, [(int(left), int(right)) for left, right in merges], first_id)
+        else:
+            words = list(self.words)
+            replay(words, merges, first_id)
+            lengths = map(len, words)
+        return self.tokens - sum(count * (len(old) - new) for old, new, count in zip(self.words, lengths, self.counts))
 
 
-def _piece_encoding(base: Tokenizer):
-    """The base's encoding of one piece (bytes -> IDs): for a rank file tiktoken's own core, whose
-    rule is the file's by definition (no Python step per merge); else the reference encoder."""
-    if base.kind == "tiktoken":
-        try:
-            return base.to_tiktoken()._core_bpe.encode_single_piece
-        except Exception:  # noqa: BLE001 - no tiktoken, or one without the call: the reference
-            pass
-    return base.piece_encoder.encode_bytes
+def _piece_totals(word_counts: Mapping[bytes | str, int]) -> Mapping[bytes, int]:
+    """The table checked (``check_count``) and keyed by bytes, pieces with equal bytes added up.
+
+    A table of bytes and plain ints (what counting gives) passes ``check_count``
+    exactly when no count is negative, which one pass over the counts checks; any
+    other goes through ``check_count`` entry by entry, for its message.
+    """
+    plain = set(map(type, word_counts)) <= {bytes} and set(map(type, word_counts.values())) <= {int}
+    if not (plain and min(word_counts.values(), default=0) >= 0):
+        for word, count in word_counts.items():
+            check_count(word, count)
+    if plain:
+        return word_counts  # unique keys already
+    totals: dict[bytes, int] = {}
+    for word, count in word_counts.items():
+        word = piece_bytes(word)
+        totals[word] = totals.get(word, 0) + int(count)
+    return totals
 
 
 def replay(words: list[str], merges: Sequence[Pair], first_id: int) -> None:
@@ -207,7 +226,7 @@ def extended_tokenizer(base: Tokenizer, merges: Sequence[Pair]) -> Tokenizer:
     first_id = base.vocab_size
     if base.kind == "beam-bpe" and not base.special_tokens:
         return Tokenizer([*base.merges, *merges], pattern=base.pattern)
-    spec = json.loads(base.to_json())
+    spec = _file_object(base)
     model = spec["model"]
     names = {token_id: name for name, token_id in model["vocab"].items()}
     strings = bool(model["merges"]) and isinstance(model["merges"][0], str)
@@ -228,6 +247,14 @@ def extended_tokenizer(base: Tokenizer, merges: Sequence[Pair]) -> Tokenizer:
     if model.get("ignore_merges"):
         _check_whole_tokens(base, merges, first_id, token_bytes)
     return extended
+
+
+def _file_object(base: Tokenizer) -> dict:
+    """The base's tokenizer.json as its JSON object (``Tokenizer.to_json``); a rank file's built as
+    an object (``rank_file_object``: derived and proven as ``to_json`` does), not written and read."""
+    if base.kind == "tiktoken":
+        return tokenizer_export.rank_file_object(base.ordinary_tokens(), base.pattern, base.special_tokens)
+    return json.loads(base.to_json())
 
 
 def _check_whole_tokens(base: Tokenizer, merges: list[Pair], first_id: int, token_bytes: list[bytes]) -> None:

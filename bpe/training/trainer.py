@@ -33,7 +33,6 @@ hand out checkpoints while it runs; see ``train_merges``' ``resume_from`` and
 from __future__ import annotations
 
 import gc
-import os
 import sys
 import time
 from typing import Callable, Mapping, Sequence
@@ -48,14 +47,7 @@ from bpe.reference import TIE_BREAKS, check_count, hf_byte_ranks, piece_bytes
 from bpe.tokenizer import Tokenizer, check_special_tokens
 from bpe.tokenizer_file.render import special_token_clash
 from bpe.training import extension
-
-if os.environ.get("BEAM_BPE_PURE_PYTHON") == "1":
-    _merges = None
-else:
-    try:
-        from bpe.training import _merges
-    except ImportError:  # not built: the pure-Python twin runs
-        _merges = None
+from bpe.training.compiled import compiled_merges as _merges  # None: the pure-Python twins run
 
 Pair = tuple[int, int]
 

