@@ -79,7 +79,7 @@ def test_resume_continues_the_new_merges_without_counting_again(corpus, base, ex
     base_tok = bpe.Tokenizer.load(base)
     full = json.loads(open(os.path.join(extended, "tokenizer.json"), encoding="utf-8").read())["model"]["merges"]
     args = argparse.Namespace(min_frequency=2, pattern=base_tok.pattern, tie_break="bytes", vocab_size=None, parity=False,
-                              special_token=[], source_weight=[], source_field=None)
+                              global_merges=None, special_token=[], source_weight=[], source_field=None)
     table = str(output / "word_counts.parquet")
     new = extension.BaseTable(base_tok, word_counts(str(output)))
     merges = bpe.train(word_counts(str(output)), base_tok.vocab_size + 25, extend=base_tok).merges[-25:]
@@ -100,7 +100,7 @@ def test_resume_refuses_a_checkpoint_of_another_base(corpus, base, extended, tmp
         shutil.copy(os.path.join(extended, name), output / name)
     other = bpe.train(word_counts(str(output)), 600)
     args = argparse.Namespace(min_frequency=2, pattern=other.pattern, tie_break="bytes", vocab_size=None, parity=False,
-                              special_token=[], source_weight=[], source_field=None)
+                              global_merges=None, special_token=[], source_weight=[], source_field=None)
     Checkpoint(str(output), fingerprint(str(output / "word_counts.parquet")), args, other).save([])
     assert train("--extend", base, "--new-tokens", "5", "--input", corpus, "--output", str(output),
                  "--resume", *IN_MEMORY) == 2
