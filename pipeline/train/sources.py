@@ -58,18 +58,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def check_settings(args: argparse.Namespace) -> None:
     """Refuses a --global-merges that is negative, without --parity, or that leaves no
     parity-aware merge (what the run learns would be plain training's)."""
-    if not args.global_merges:
-        if args.global_merges is not None and args.global_merges < 0:
-            raise UserError(f"--global-merges must be at least 0, not {args.global_merges}")
-        return
-    if args.global_merges < 0:
+    if args.global_merges is not None and args.global_merges < 0:
         raise UserError(f"--global-merges must be at least 0, not {args.global_merges}")
+    if not args.global_merges:
+        return
     if not args.parity:
         raise UserError("--global-merges needs --parity: it is the number of merges learned before parity-aware "
                         "training takes over")
-    if args.vocab_size is not None and args.global_merges >= args.vocab_size - 256 - len(args.special_token or ()):
+    if args.vocab_size is None:
+        return
+    merges = args.vocab_size - 256 - len(args.special_token or ())
+    if args.global_merges >= merges:
         raise UserError(f"--global-merges {args.global_merges} leaves no parity-aware merge: --vocab-size "
-                        f"{args.vocab_size} holds {args.vocab_size - 256 - len(args.special_token or ()):,} merges")
+                        f"{args.vocab_size} holds {merges:,} merges")
 
 
 def _weights(args: argparse.Namespace) -> dict[str, int]:
