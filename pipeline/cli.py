@@ -119,6 +119,7 @@ def _main(argv: list[str] | None) -> int:
         print(f"beam-bpe {args.command}: error: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # noqa: BLE001 - only a full disk is taken; anything else is re-raised
+        runtime.end_if_worker_killed()  # a worker killed by a signal: one line and the end, on the command line
         code = disk_full.errno_of(e)
         if code is None:
             raise

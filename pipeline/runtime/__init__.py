@@ -11,12 +11,13 @@ reaching into Beam's process model and private names, behind one facade and one 
     preloaded.py       tokenizers a worker reads before its job asks for them
     runner.py          the FnApiRunner that takes the warm workers
     live_counters.py   the counters of a running job, for the progress display
-    stopping.py        SIGINT and SIGTERM during a job: one line, every worker ended
+    stopping.py        SIGINT and SIGTERM during a job, a worker killed: one line, every worker ended
 """
 
 from pipeline.runtime.facade import (
     PLAIN_BEAM_VARIABLE,
     end_idle_workers,
+    end_if_worker_killed,
     exit,
     is_on,
     new_pipeline,
@@ -24,4 +25,7 @@ from pipeline.runtime.facade import (
     stop_at_once,
 )
 
-__all__ = ["PLAIN_BEAM_VARIABLE", "end_idle_workers", "exit", "is_on", "new_pipeline", "start", "stop_at_once"]
+__all__ = [
+    "PLAIN_BEAM_VARIABLE", "end_idle_workers", "end_if_worker_killed", "exit", "is_on", "new_pipeline", "start",
+    "stop_at_once",
+]

@@ -20,9 +20,10 @@ changes none of its outputs:
   (``preloaded``, which the steps ask through ``transforms.tokenizer_loading``),
   and taken by a subclass of Beam's FnApiRunner (``runner``) that also reads
   the running job's counters for the progress display (``live_counters``);
-- a stop (SIGINT, SIGTERM) during a job that ends the command and its workers
-  at once with one line (``stopping``), and the command line's end by
-  ``os._exit`` once its output is published.
+- a stop (SIGINT, SIGTERM) during a job, or a worker process killed by a
+  signal, that ends the command and its workers at once with one line
+  (``stopping``), and the command line's end by ``os._exit`` once its output
+  is published.
 
 The switch: with ``BEAM_BPE_PLAIN_BEAM=1`` in the environment (any value but
 "" and "0") all of it is off, and a command runs as plain Beam would run it:
@@ -47,7 +48,10 @@ import os
 import sys
 from typing import NoReturn, Sequence
 
-__all__ = ["PLAIN_BEAM_VARIABLE", "end_idle_workers", "exit", "is_on", "new_pipeline", "start", "stop_at_once"]
+__all__ = [
+    "PLAIN_BEAM_VARIABLE", "end_idle_workers", "end_if_worker_killed", "exit", "is_on", "new_pipeline", "start",
+    "stop_at_once",
+]
 
 PLAIN_BEAM_VARIABLE = "BEAM_BPE_PLAIN_BEAM"
 
@@ -65,7 +69,9 @@ def start(command_line: Sequence[str] | None = None, worker_modules: Sequence[st
         command runs from the command line (None when called from Python).
       worker_modules: what the Beam workers of the command's job import; with a
         ``command_line``, its DirectRunner job gets its worker processes now
-        (``warm_workers.start_for``), before this process starts a thread.
+        (``warm_workers.start_for``), before this process starts a thread, and a
+        worker process killed by a signal ends the command with one line
+        (``stopping.watch_workers``).
     """
     if not is_on():
         return
@@ -79,6 +85,10 @@ def start(command_line: Sequence[str] | None = None, worker_modules: Sequence[st
     beam_import.import_beam()
     if command_line is not None and worker_modules is not None:
         warm_workers.start_for(command_line, worker_modules)
+    if command_line is not None and worker_modules is not None:
+        from pipeline.runtime import stopping
+
+        stopping.watch_workers(command_line[0])
     gc.freeze()
     gc.enable()
 
@@ -117,6 +127,16 @@ def stop_at_once(command: str, kept: str):
 
     with stopping.stop_at_once(command, kept):
         yield
+
+
+def end_if_worker_killed() -> None:
+    """Called with the job's exception: on the command line, a worker process killed by a
+    signal ends the command here with one line (``stopping.worker_killed``); otherwise
+    it returns and the exception goes on."""
+    if is_on():
+        from pipeline.runtime import stopping
+
+        stopping.end_if_worker_killed()
 
 
 def end_idle_workers() -> None:

@@ -32,7 +32,7 @@ from apache_beam.runners.portability import local_job_service
 from apache_beam.runners.portability.fn_api_runner import fn_runner, worker_handlers
 
 from pipeline.runners import runs_on_fn_api_runner
-from pipeline.runtime import warm_workers
+from pipeline.runtime import stopping, warm_workers
 from pipeline.runtime.live_counters import LiveCounters
 
 __all__ = ["new_pipeline"]
@@ -125,6 +125,7 @@ class _WarmSdkWorker(local_job_service.SubprocessSdkWorker):
                 self._worker_command_line, shell=True, env=environment
             )
         try:
+            stopping.wait_for_worker(process.pid)  # a worker killed by a signal: one line, on the command line
             process.wait()
             if process.returncode:
                 raise RuntimeError(f"Worker subprocess exited with return code {process.returncode}")

@@ -1,4 +1,4 @@
-"""Stopping a command promptly: SIGINT and SIGTERM during a Beam job.
+"""Stopping a command promptly: SIGINT and SIGTERM during a Beam job, a worker killed by a signal.
 
     with stop_at_once("encode", "nothing is kept ...: rerun the same command"):
         result = pipeline.run(); result.wait_until_finish()
@@ -10,19 +10,51 @@ line, the output's lock dropped, stderr closed, every process this one started
 (the runner's workers and the shells that start them) killed, and exit with
 128 + the signal's number (130 for SIGINT, 143 for SIGTERM). Outside a job the
 CLI turns SIGTERM into a KeyboardInterrupt like Ctrl-C (``pipeline.cli``).
+
+A worker process that a signal ends (the kernel's out-of-memory killer, a
+memory-mapped input truncated under it) makes every thread of the runner print
+its own traceback, some two hundred lines. On the command line
+(``watch_workers``) it is one line naming the signal and its usual cause, then
+the same end as a stop, with exit code 1 (``worker_killed``). Whichever notices
+first says it: the runner's thread that waits for the worker
+(``wait_for_worker``, which leaves it unreaped until then), or any report of the
+failure (an error logged, a thread's or the job's exception), which first looks
+for a child process ended by a signal (``_killed_child``) and otherwise stays
+silent once the end has begun.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import sys
 import threading
+import time
 
 from pipeline import output_lock
 
-__all__ = ["end_workers", "exit_now", "stop_at_once"]
+__all__ = [
+    "end_if_worker_killed", "end_workers", "exit_now", "stop_at_once", "wait_for_worker", "watch_workers",
+    "worker_killed",
+]
+
+# What the line of a worker killed by a signal says of the output when no stop_at_once
+# block says more; the same as the command line's line for an interrupt (pipeline.cli).
+NOTHING_MORE_WRITTEN = "nothing more was written: rerun the same command (it removes the leftovers of this run)"
+# Why a worker process is usually ended by these signals.
+_USUAL_CAUSE = {
+    signal.SIGKILL: "the kernel's out-of-memory killer sends it when memory runs out (see dmesg); "
+                    "fewer workers (--direct_num_workers) need less",
+    signal.SIGBUS: "an input file read memory-mapped was truncated while the job read it",
+    signal.SIGSEGV: "a crash in compiled code",
+}
+_command: str | None = None  # the command line's command (watch_workers); None when run from Python
+_kept: str | None = None  # what the running stop_at_once block says of the output
+_ending = threading.Lock()  # held by the first of a stop and a killed worker: one line, one end
+_END_WAIT = 30.0  # seconds the main thread waits for the thread that is ending the command
+_CHILD_WAIT = 0.2  # seconds a report of a failure waits for a child that is ending
 
 
 def _descendants() -> list[int]:
@@ -66,6 +98,7 @@ def exit_now(code: int) -> None:
     The runner's threads report a worker that goes away with a traceback each;
     stderr is closed first, so the line already printed is the last.
     """
+    _ending.acquire(blocking=False)  # the workers killed below are not reported as killed
     output_lock.release_all()
     sys.stderr.flush()
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -86,13 +119,110 @@ def stop_at_once(command: str, kept: str):
         yield  # only the main thread receives signals
         return
 
+    global _kept
+
     def stop(signum, frame):
         print(f"beam-bpe {command}: stopped by {signal.Signals(signum).name}; {kept}", file=sys.stderr, flush=True)
         exit_now(128 + signum)
 
     previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+    _kept = kept
     try:
         yield
     finally:
+        _kept = None
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def watch_workers(command: str) -> None:
+    """Makes a worker process killed by a signal end the command with one line (``worker_killed``),
+    whichever thread notices first; called for the command line only, as the end is ``os._exit``."""
+    global _command
+    _command = command
+    threading.excepthook = _quiet_thread_failure(threading.excepthook)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_quiet_error_record)
+
+
+def _killed_child() -> int | None:
+    """The signal that ended a child process of this one (a worker of the job), if one has
+    ended by a signal and is not reaped yet; it stays unreaped, for the runner's thread
+    that waits for it."""
+    try:
+        info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:  # no child at all
+        return None
+    if info is not None and info.si_code in (os.CLD_KILLED, os.CLD_DUMPED):
+        return info.si_status
+    return None
+
+
+def worker_killed(signum: int) -> None:
+    """A worker process of the running job was ended by ``signum``.
+
+    On the command line (``watch_workers``): one line naming the signal and its
+    usual cause and what is kept (the running ``stop_at_once`` block's words, else
+    ``NOTHING_MORE_WRITTEN``), then ``exit_now(1)``. Called from Python, or once a
+    stop or another report has begun the end, it does nothing.
+    """
+    if _command is None or not _ending.acquire(blocking=False):
+        return
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:  # a real-time signal has no name
+        name = f"signal {signum}"
+    cause = f" ({_USUAL_CAUSE[signum]})" if signum in _USUAL_CAUSE else ""
+    print(f"beam-bpe {_command}: a worker process of the job was killed by {name}{cause}; "
+          f"{_kept or NOTHING_MORE_WRITTEN}", file=sys.stderr, flush=True)
+    exit_now(1)
+
+
+def wait_for_worker(pid: int) -> None:
+    """Waits until the worker process ``pid`` (a child of this one) ends and, if a signal
+    ended it, calls ``worker_killed``. It is left unreaped until then, so that a report
+    of the failure made meanwhile by another thread finds it (``_killed_child``)."""
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+    except ChildProcessError:  # reaped already (a stop ends every child at once)
+        return
+    if info is not None and info.si_code in (os.CLD_KILLED, os.CLD_DUMPED):
+        worker_killed(info.si_status)
+
+
+def _report_killed_child() -> bool:
+    """Before a failure is reported: ends the command with ``worker_killed``'s line if a
+    child was killed by a signal; True when the end has begun (the report is not wanted)."""
+    if _command is None:
+        return False
+    # A process closes its connections before its parent can see that it ended, and the
+    # runner's threads report the closed connection: a report waits a moment for the child.
+    deadline = time.monotonic() + _CHILD_WAIT
+    while not _ending.locked():
+        signum = _killed_child()
+        if signum is not None:
+            worker_killed(signum)  # returns only when another thread is ending the command
+        elif time.monotonic() > deadline:
+            break
+        else:
+            time.sleep(0.005)
+    return _ending.locked()
+
+
+def end_if_worker_killed() -> None:
+    """For the job's own exception, in the main thread: when a worker was killed by a signal
+    the command ends here with ``worker_killed``'s line (or in the thread that said it
+    first), instead of raising the job's error."""
+    if _report_killed_child():
+        threading.Event().wait(_END_WAIT)  # the thread that said it ends the process at once
+
+
+def _quiet_thread_failure(previous):
+    def hook(args):
+        if not _report_killed_child():
+            previous(args)
+    return hook
+
+
+def _quiet_error_record(record: logging.LogRecord) -> bool:
+    return record.levelno < logging.ERROR or not _report_killed_child()

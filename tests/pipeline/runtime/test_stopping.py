@@ -1,4 +1,5 @@
-"""Stopping a running job: SIGINT and SIGTERM end it promptly, with one line, and a rerun succeeds.
+"""Stopping a running job: SIGINT and SIGTERM end it promptly, with one line, and a rerun succeeds;
+so does a worker process killed by a signal.
 
 Real subprocesses on the multi-process DirectRunner (several worker processes,
 as in real use), stopped while their Beam job runs. Each must exit with
@@ -80,8 +81,9 @@ def ended(pids, within: float = 10.0) -> bool:
     return True
 
 
-def stop_while_running(argv, started, signum, whole_group=False):
-    """Starts ``argv``, waits until ``started()`` and the workers exist, sends ``signum``.
+def stop_while_running(argv, started, signum, whole_group=False, to_a_worker=False):
+    """Starts ``argv``, waits until ``started()`` and the workers exist, sends ``signum``
+    (to the command, to every process of it, or to one of its workers).
 
     Returns (exit code, stderr lines, the worker processes seen).
     """
@@ -97,6 +99,8 @@ def stop_while_running(argv, started, signum, whole_group=False):
             time.sleep(0.02)
         if whole_group:
             os.killpg(proc.pid, signum)  # Ctrl-C in a terminal: every process of the job gets it
+        elif to_a_worker:
+            os.kill(workers[0], signum)  # e.g. the kernel's out-of-memory killer
         else:
             os.kill(proc.pid, signum)
         code = proc.wait(timeout=HANG)
@@ -135,6 +139,57 @@ def test_a_stopped_encode_exits_at_once_and_a_rerun_completes(tokenizer, corpus,
     assert stats["documents"] == len(read_rows(out)) == LINES
     assert sorted(p.name for p in out.iterdir()) == sorted(
         [".beam-bpe-output.json", "dead_letters", "stats.json", *stats["shards"]])
+
+
+def test_a_worker_killed_during_encode_ends_it_with_one_line_and_a_rerun_completes(tokenizer, corpus, tmp_path):
+    out = tmp_path / "out"
+    code, err, workers = stop_while_running(
+        encode_argv(tokenizer, corpus, out, "--direct_num_workers=2"),
+        lambda: bool(list(out.glob(".staging/beam-temp-part-*/*"))), signal.SIGKILL, to_a_worker=True)
+    assert code == 1
+    assert err[1:] == [f"beam-bpe encode: a worker process of the job was killed by SIGKILL (the kernel's out-of-memory "
+                       "killer sends it when memory runs out (see dmesg); fewer workers (--direct_num_workers) need "
+                       f"less); nothing of this run is in {out} yet (its leftovers in {out}/.staging are removed by "
+                       "the next run): rerun the same command"]
+    assert ended(workers)
+    assert not (out / "stats.json").exists() and not (out / ".beam-bpe.lock").exists()
+
+    rerun = subprocess.run(encode_argv(tokenizer, corpus, out, *IN_MEMORY), cwd=REPO, capture_output=True,
+                           text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert json.loads((out / "stats.json").read_text())["documents"] == LINES
+
+
+# A command line whose worker is killed by a signal, as the runner's threads then report it:
+# an error logged, or a thread's exception. Whichever comes first must say it in one line.
+KILLED_CHILD = """
+import logging, os, signal, sys, threading
+from pipeline.runtime import stopping
+logging.basicConfig()
+stopping.watch_workers("pack")
+child = os.fork()
+if child == 0:
+    os.kill(os.getpid(), signal.SIGBUS)
+os.waitid(os.P_PID, child, os.WEXITED | os.WNOWAIT)  # ended, not reaped: as the runner's thread finds it
+if sys.argv[1] == "log":
+    logging.getLogger("apache_beam.runners.worker.data_plane").error("Failed to read inputs in the data plane.")
+else:
+    threading.Thread(target=lambda: 1 / 0).start()
+    threading.Event().wait(30)
+print("not reached")
+"""
+
+
+@pytest.mark.parametrize("report", ["log", "thread"])
+def test_the_first_report_of_a_killed_worker_is_one_line(report):
+    result = subprocess.run([sys.executable, "-c", KILLED_CHILD, report], cwd=REPO, capture_output=True, text=True,
+                            timeout=HANG)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "beam-bpe pack: a worker process of the job was killed by SIGBUS (an input file read memory-mapped was "
+        "truncated while the job read it); nothing more was written: rerun the same command (it removes the "
+        "leftovers of this run)"]
 
 
 def test_sigterm_during_the_count_leaves_nothing_a_rerun_keeps(corpus, tmp_path):
