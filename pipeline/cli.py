@@ -127,8 +127,8 @@ def _main(argv: list[str] | None) -> int:
         return 1
     except KeyboardInterrupt as e:
         signum = interrupting_signal(e)
-        print(f"beam-bpe {args.command}: interrupted ({signal.Signals(signum).name}); nothing more was written: "
-              "rerun the same command (it removes the leftovers of this run)", file=sys.stderr, flush=True)
+        print(f"beam-bpe {args.command}: interrupted ({signal.Signals(signum).name}); {runtime.NOTHING_MORE_WRITTEN}",
+              file=sys.stderr, flush=True)
         if argv is None:  # the real command line: runner threads may still run; do not wait for them
             runtime.exit(128 + signum, stopped=True)
         return 128 + signum

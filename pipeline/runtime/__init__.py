@@ -15,6 +15,7 @@ reaching into Beam's process model and private names, behind one facade and one 
 """
 
 from pipeline.runtime.facade import (
+    NOTHING_MORE_WRITTEN,
     PLAIN_BEAM_VARIABLE,
     end_idle_workers,
     end_if_worker_killed,
@@ -26,6 +27,6 @@ from pipeline.runtime.facade import (
 )
 
 __all__ = [
-    "PLAIN_BEAM_VARIABLE", "end_idle_workers", "end_if_worker_killed", "exit", "is_on", "new_pipeline", "start",
-    "stop_at_once",
+    "NOTHING_MORE_WRITTEN", "PLAIN_BEAM_VARIABLE", "end_idle_workers", "end_if_worker_killed", "exit", "is_on",
+    "new_pipeline", "start", "stop_at_once",
 ]

@@ -48,12 +48,15 @@ import os
 import sys
 from typing import NoReturn, Sequence
 
+from pipeline.runtime import stopping
+
 __all__ = [
-    "PLAIN_BEAM_VARIABLE", "end_idle_workers", "end_if_worker_killed", "exit", "is_on", "new_pipeline", "start",
-    "stop_at_once",
+    "NOTHING_MORE_WRITTEN", "PLAIN_BEAM_VARIABLE", "end_idle_workers", "end_if_worker_killed", "exit", "is_on",
+    "new_pipeline", "start", "stop_at_once",
 ]
 
 PLAIN_BEAM_VARIABLE = "BEAM_BPE_PLAIN_BEAM"
+NOTHING_MORE_WRITTEN = stopping.NOTHING_MORE_WRITTEN
 
 
 def is_on() -> bool:
@@ -85,9 +88,6 @@ def start(command_line: Sequence[str] | None = None, worker_modules: Sequence[st
     beam_import.import_beam()
     if command_line is not None and worker_modules is not None:
         warm_workers.start_for(command_line, worker_modules)
-    if command_line is not None and worker_modules is not None:
-        from pipeline.runtime import stopping
-
         stopping.watch_workers(command_line[0])
     gc.freeze()
     gc.enable()
@@ -123,8 +123,6 @@ def stop_at_once(command: str, kept: str):
     if not is_on():
         yield
         return
-    from pipeline.runtime import stopping
-
     with stopping.stop_at_once(command, kept):
         yield
 
@@ -134,8 +132,6 @@ def end_if_worker_killed() -> None:
     signal ends the command here with one line (``stopping.worker_killed``); otherwise
     it returns and the exception goes on."""
     if is_on():
-        from pipeline.runtime import stopping
-
         stopping.end_if_worker_killed()
 
 
@@ -159,8 +155,6 @@ def exit(code: int, *, stopped: bool = False) -> NoReturn:  # noqa: A001 - the f
     if not is_on():
         sys.exit(code)
     if stopped:
-        from pipeline.runtime import stopping
-
         stopping.exit_now(code)
     sys.stdout.flush()
     sys.stderr.flush()

@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 # What the line of a worker killed by a signal says of the output when no stop_at_once
-# block says more; the same as the command line's line for an interrupt (pipeline.cli).
+# block says more; also what the command line says after an interrupt outside a job (pipeline.cli).
 NOTHING_MORE_WRITTEN = "nothing more was written: rerun the same command (it removes the leftovers of this run)"
 # Why a worker process is usually ended by these signals.
 _USUAL_CAUSE = {
