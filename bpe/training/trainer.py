@@ -195,7 +195,7 @@ def train_merges(
         merge (``bpe.reference.train_parity``).
       global_merges: with ``parity``, how many merges come first by plain
         training's rule on the weighted sum of the sources (the hybrid variant
-        of parity-aware training): fewer costs less overall compression, more
+        of parity-aware training): more costs less overall compression, fewer
         gives the sources closer compression.
 
     Returns:

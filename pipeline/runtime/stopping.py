@@ -183,10 +183,10 @@ def wait_for_worker(pid: int) -> None:
     ended it, calls ``worker_killed``. It is left unreaped until then, so that a report
     of the failure made meanwhile by another thread finds it (``_killed_child``)."""
     try:
-        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # without WNOHANG: never None
     except ChildProcessError:  # reaped already (a stop ends every child at once)
         return
-    if info is not None and info.si_code in (os.CLD_KILLED, os.CLD_DUMPED):
+    if info.si_code in (os.CLD_KILLED, os.CLD_DUMPED):
         worker_killed(info.si_status)
 
 

@@ -52,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "compressed worst so far (needs --source-field or --source-weight)")
     parser.add_argument("--global-merges", type=int, metavar="M",
                         help="with --parity: learn the first M merges as plain training does (the most frequent pair "
-                        "over all sources), then parity-aware ones; fewer costs less overall compression (default 0)")
+                        "over all sources), then parity-aware ones; more costs less overall compression, fewer gives the "
+                        "sources closer compression (default 0)")
 
 
 def check_settings(args: argparse.Namespace) -> None:
