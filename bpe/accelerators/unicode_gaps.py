@@ -129,8 +129,10 @@ def format_ranges(code_points) -> str:
 def _measure_and_keep(path: pathlib.Path, key: tuple, measure: Callable[[], Measurement]) -> tuple[str | None, str]:
     engine, version, regex_version, pattern = key
     name = next((preset for preset, regex in PRESETS.items() if regex == pattern), "custom")
+    # The package a user would upgrade, by its name on PyPI.
+    label = f"{_DISTRIBUTIONS[engine]} {version}" + ("'s piece counter" if engine.endswith("-counts") else "")
     # A few seconds, once per version pair: say so, or a first run looks stuck.
-    print(f"beam-bpe: measuring where {engine} {version} splits {name} pieces unlike regex {regex_version} "
+    print(f"beam-bpe: measuring where {label} splits {name} pieces unlike regex {regex_version} "
           "(once for these versions) ...", end="", file=sys.stderr, flush=True)
     started = time.perf_counter()
     try:
@@ -139,10 +141,10 @@ def _measure_and_keep(path: pathlib.Path, key: tuple, measure: Callable[[], Meas
         raise
     except BaseException as e:  # the engine (or tiktoken, whose merge ours uses) changed its interface
         print(" failed", file=sys.stderr, flush=True)
-        return None, f"{engine} {version}: its gaps could not be measured: {type(e).__name__}: {e}"
+        return None, f"{label}: its gaps could not be measured: {type(e).__name__}: {e}"
     print(f" {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
     if measurement.refused:
-        result = None, f"{engine} {version} with regex {regex_version}: {measurement.refused}"
+        result = None, f"{label} with regex {regex_version}: {measurement.refused}"
     else:
         result = format_ranges(measurement.gaps), ""
     try:
