@@ -28,7 +28,7 @@ from tests.support.real_text import multilingual
 
 EOT = "<|endoftext|>"
 # A letter of recent Unicode versions every accelerator's tables lack (ARMENIAN
-# LEFT HALF RING, in both GIGATOKEN_GAPS and PCRE2_GAPS): accelerators decline texts holding it.
+# LEFT HALF RING, in the gaps of gigatoken and of the PCRE2 engines): accelerators decline texts holding it.
 DECLINED = "ab \u0558 cd"
 HARD = [DECLINED, b"caf\xc3\xa9 \xff\xfe broken \xe2\x82", "lone \udc80 surrogate", "", b"", f"a{EOT}b", "\r\n \t x"]
 
@@ -108,7 +108,7 @@ def test_declined_texts_go_down_the_chain(monkeypatch):
     tok = fresh()
     engine = tok.engine
     assert engine.encode(DECLINED) == tok.reference.encode(DECLINED)
-    # tiktoken's Unicode tables lack it too (TIKTOKEN_GAPS): the reference took it.
+    # tiktoken's Unicode tables lack it too (in its gaps): the reference took it.
     assert engine.declined == 1 and engine.next.fallbacks == 1 and engine.fallbacks == 2
     assert engine.encode(b"\xff") == [0xFF] and engine.fallbacks == 3  # tiktoken hands it on to the reference
     # An accelerator that declines everything leaves every ID to the engines below.
