@@ -79,8 +79,11 @@ def stop_during_merges(argv: list[str], output: str, sig: signal.Signals) -> tup
     """
     # The pure-Python merge loop, slow enough to be stopped mid-way on this small table; which
     # loop runs never changes the merges (tests/bpe/training/test_merge_loop.py stops the C loop itself).
+    # At the lowest priority: on a busy machine (a test run beside a cluster) the loop must not
+    # finish while this process waits for a core to see the checkpoint and send the signal.
     process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True, env={**os.environ, "BEAM_BPE_PURE_PYTHON": "1"})
+                               start_new_session=True, env={**os.environ, "BEAM_BPE_PURE_PYTHON": "1"},
+                               preexec_fn=lambda: os.nice(19))
     deadline = time.monotonic() + 60
     # Merges in the checkpoint: the merge loop is running (the first checkpoint,
     # written as merging starts, is empty).
