@@ -49,7 +49,8 @@ from pipeline.train import sources
 from pipeline.train import extend
 from pipeline.train.stats import TrainStats, summary_lines
 from pipeline.train.word_counts import (
-    SOURCE_COUNTS_SCHEMA, WORD_COUNTS_FILE, WORD_COUNTS_SCHEMA, read_word_counts, word_count_table,
+    SOURCE_COUNTS_SCHEMA, WORD_COUNTS_FILE, WORD_COUNTS_SCHEMA, read_word_counts, sorted_word_counts,
+    word_count_table,
 )
 from transforms import metrics
 from transforms.count import CountPreTokenTables
@@ -418,15 +419,20 @@ def run_count_job(args: argparse.Namespace, output: str, options, files: int | N
         args.input, format=args.format, text_field=args.text_field, id_field=source_field
     )
     texts = read.documents if runs_of is None else read.documents | "OrdinaryRuns" >> OrdinaryRuns(runs_of)
+    schema = WORD_COUNTS_SCHEMA if rule is None else SOURCE_COUNTS_SCHEMA
     (
         texts
         | "CountPreTokens" >> CountPreTokenTables(args.pattern, min_word_count=args.min_word_count, sources=rule)
         | "ToArrow" >> beam.Map(word_count_table).with_output_types(pa.Table)
+        # One table sorted by word bytes: the file is the same whatever the workers. The
+        # single file's writer holds every row anyway; the driver then reads them all.
+        | "Gather" >> beam.combiners.ToList()
+        | "SortByWord" >> beam.Map(sorted_word_counts, schema).with_output_types(pa.Table)
         # One file with exactly this name: one shard, no shard numbers in the
         # name, written by Beam's sink (temp file + rename) on any runner.
         | "WriteWordCounts" >> WriteParquetTables(
             FileSystems.join(output, WORD_COUNTS_FILE.removesuffix(".parquet")),
-            WORD_COUNTS_SCHEMA if rule is None else SOURCE_COUNTS_SCHEMA,
+            schema,
             file_name_suffix=".parquet",
             num_shards=1,
             shard_name_template="",

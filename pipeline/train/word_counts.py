@@ -1,7 +1,9 @@
 """The word-count table: what the count job writes and training reads.
 
 ``word_counts.parquet`` has two columns, ``word`` (binary: a pre-token piece's
-exact bytes) and ``count`` (int64: its occurrences in the corpus). Training can
+exact bytes) and ``count`` (int64: its occurrences in the corpus), its rows
+sorted by word bytes (``sorted_word_counts``), so that identical runs write
+identical files. Training can
 start from any table of that shape (``--word-counts``), so reading checks it
 as user input: string words are taken as UTF-8, a word listed twice is summed,
 and a table that cannot be used is one ``UserError`` line.
@@ -40,6 +42,18 @@ def word_count_table(counts: dict) -> pa.Table:
         [pa.array(list(counts.keys()), pa.binary()), pa.array(list(counts.values()), pa.int64())],
         schema=WORD_COUNTS_SCHEMA,
     )
+
+
+def sorted_word_counts(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
+    """The partitions' tables as one table sorted by word bytes (then source): the
+    file's bytes, and the SHA-256 its count marker records, then depend on the
+    corpus alone, not on how many workers counted it or in which order their
+    partitions arrived at the writer."""
+    if not tables:
+        return schema.empty_table()
+    table = pa.concat_tables(tables)
+    keys = [("word", "ascending")] + ([("source", "ascending")] if "source" in schema.names else [])
+    return table.sort_by(keys).combine_chunks()
 
 
 def read_word_counts(path: str) -> dict:
