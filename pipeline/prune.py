@@ -76,7 +76,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
 
     before = _count(args, options, args.tokenizer, args.tokenizer_preset, base, "before", dead_letters=staging)
     if before is None:
-        raise UserError(f"no documents in {', '.join(args.input)} (see {outputs.DEAD_LETTERS_DIR}/): "
+        raise UserError(f"no documents in {', '.join(args.input)} (see {output.keep_dead_letters()}/): "
                         "pruning needs the tokens' use on a corpus")
     pruned = prune_tokenizer(base, before["counts"], args.vocab_size)
     pruned_path = pruned.tokenizer.save(FileSystems.join(staging, FILE_NAME))
