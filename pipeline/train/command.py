@@ -41,8 +41,8 @@ from pipeline.config import Setting, default_help, preset_names, resolve
 from pipeline.errors import UserError
 from pipeline.interrupts import interrupting_signal, sigterm_as_interrupt
 from pipeline.train.resume import (
-    CHECKPOINT_FILE, COUNT_MARKER_FILE, Checkpoint, CountMarker, count_settings, file_states, fingerprint,
-    recorded_count, resume_command,
+    CHECKPOINT_FILE, COUNT_MARKER_FILE, Checkpoint, CountMarker, asked_size, check_finished_result, count_settings,
+    file_states, fingerprint, merge_settings, recorded_count, resume_command,
 )
 from pipeline.runners import committed_counters, describe_runner, pipeline_options
 from pipeline.train import sources
@@ -167,7 +167,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     files = [] if args.word_counts else _match(args.input)
     rule = sources.source_rule(args, files)  # bad source flags: fail now
     outputs.claim(output, "train", inputs=files)  # ours from here on; never the user's files
-    _check_complete(args, output)
+    _check_complete(args, output, base)
     stats = TrainStats(
         inputs=[] if args.word_counts else list(args.input),
         files=len(files),
@@ -294,6 +294,8 @@ def _merge_phase(args: argparse.Namespace, table: dict, checkpoint: Checkpoint, 
     Raises:
       KeyboardInterrupt: SIGINT or SIGTERM, after the merges so far are saved.
     """
+    if args.resume:  # the table is known now: the finished run's must be this one
+        _check_finished(args, checkpoint.output, checkpoint.learned_with())
     resume_from = checkpoint.load() if args.resume else []
     stats.resumed_from_merges = len(resume_from)
     checkpoint.save(resume_from)  # from here on, --resume continues these merges
@@ -386,6 +388,7 @@ def _write_results(tokenizer: bpe.Tokenizer, output: str, stats: TrainStats, sta
     stats_path = FileSystems.join(output, STATS_FILE)
     outputs.write_atomic(tokenizer_path, tokenizer.to_json(), mime_type="application/json")
     stats.seconds["total"] = round(time.monotonic() - started, 3)
+    stats.learned_with = checkpoint.learned_with()
     outputs.write_atomic(stats_path, stats.to_json(), mime_type="application/json")
     checkpoint.remove()  # only now: until tokenizer.json is whole, --resume needs it
     lines = summary_lines(stats, tokenizer_path, stats_path, output)
@@ -499,14 +502,30 @@ def _check_settings(args: argparse.Namespace) -> str:
     return outputs.absolute(args.output)
 
 
-def _check_complete(args: argparse.Namespace, output: str) -> None:
+def _check_complete(args: argparse.Namespace, output: str, base: bpe.Tokenizer | None) -> None:
     """A complete tokenizer in --output is replaced only with --overwrite (or continued
-    with --resume): token shards encoded with it can be decoded with no other."""
-    if outputs.exists(FileSystems.join(output, TOKENIZER_FILE)) and not (args.overwrite or args.resume):
+    with --resume, if it is this run's: ``_check_finished``): token shards encoded with
+    it can be decoded with no other."""
+    if args.overwrite:
+        return
+    if args.resume:
+        learned_with = {**merge_settings(args, base), **asked_size(args)}  # the table is not known yet
+        _check_finished(args, output, learned_with)
+        return
+    if outputs.exists(FileSystems.join(output, TOKENIZER_FILE)):
         raise UserError(
             f"{output} already holds the tokenizer of a complete run ({TOKENIZER_FILE}); "
             "pass --overwrite to replace it, or choose another --output"
         )
+
+
+def _check_finished(args: argparse.Namespace, output: str, learned_with: dict) -> None:
+    """With --resume and no --overwrite, a finished tokenizer in --output must be this run's
+    (``check_finished_result``): before the job with the settings, after the count with the table."""
+    if args.overwrite or not outputs.exists(FileSystems.join(output, TOKENIZER_FILE)):
+        return
+    recorded = outputs.read_json(FileSystems.join(output, STATS_FILE))
+    check_finished_result(output, recorded.get("learned_with") if recorded else None, learned_with)
 
 
 def _check_vocabulary(vocab_size: int, specials: list[str]) -> None:

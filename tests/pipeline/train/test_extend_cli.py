@@ -107,6 +107,42 @@ def test_resume_refuses_a_checkpoint_of_another_base(corpus, base, extended, tmp
     assert "cannot --resume" in capsys.readouterr().err
 
 
+def _files(directory) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(directory.iterdir()) if path.is_file()}
+
+
+def test_resume_refuses_the_finished_extension_of_another_base(corpus, base, extended, tmp_path, capsys):
+    # ext/ holds the finished extension of `base` (no checkpoint left): --resume with another
+    # base is one line and exit 2 before any work, and nothing in ext/ changes.
+    output = tmp_path / "ext"
+    shutil.copytree(extended, output)
+    other = str(tmp_path / "other")
+    bpe.train(word_counts(str(output)), 600).save(other)
+    before = _files(output)
+    capsys.readouterr()
+    assert train("--extend", other, "--new-tokens", str(NEW), "--input", corpus, "--output", str(output),
+                 "--resume", *IN_MEMORY) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "finished tokenizer of another run" in err[0] and "--overwrite" in err[0]
+    assert "another --extend base" in err[0]
+    assert _files(output) == before
+    # Another --new-tokens is another finished result too.
+    assert train("--extend", base, "--new-tokens", str(NEW + 1), "--input", corpus, "--output", str(output),
+                 "--resume", *IN_MEMORY) == 2
+    assert "--new-tokens was 60, now 61" in capsys.readouterr().err
+    assert _files(output) == before
+    # The run that finished there may be resumed: it gives the same files.
+    assert train("--extend", base, "--new-tokens", str(NEW), "--input", corpus, "--output", str(output),
+                 "--resume", *IN_MEMORY) == 0
+    after = _files(output)
+    assert after["tokenizer.json"] == before["tokenizer.json"]
+    assert after["word_counts.parquet"] == before["word_counts.parquet"]
+    # --overwrite replaces it with the extension of the other base.
+    assert train("--extend", other, "--new-tokens", str(NEW), "--input", corpus, "--output", str(output),
+                 "--overwrite", *IN_MEMORY) == 0
+    assert bpe.Tokenizer.load(str(output)).vocab_size == 600 + NEW
+
+
 def test_a_hugging_face_base_counts_its_runs_of_normalized_text_between_added_tokens(tmp_path):
     # Ours as an HF file that normalizes to NFC and matches the added token "<x>" in any text.
     spec = json.loads(bpe.train(plain_count(multilingual(1, start=9)), 600).to_json())
