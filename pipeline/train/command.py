@@ -35,6 +35,7 @@ from apache_beam.io.filesystems import FileSystems
 import bpe
 from bpe.pretokenize import compile_pattern, resolve_pattern
 from bpe.decoder import vocabulary_bytes
+from bpe.tokenizer_file.roles import ROLES_FILE
 from bpe.training.trainer import MAX_TOKEN_ID, special_token_clash, vocab_size_problem
 from pipeline import outputs, progress, runtime
 from pipeline.config import Setting, default_help, preset_names, resolve
@@ -62,7 +63,7 @@ from transforms.read import FORMATS, ReadDocuments, match_inputs
 STATS_FILE = "train_stats.json"
 TOKENIZER_FILE = "tokenizer.json"
 # The driver's own files, written atomically (a stop may leave their temporary files).
-OWN_FILES = (STATS_FILE, TOKENIZER_FILE, CHECKPOINT_FILE, COUNT_MARKER_FILE)
+OWN_FILES = (STATS_FILE, TOKENIZER_FILE, ROLES_FILE, CHECKPOINT_FILE, COUNT_MARKER_FILE)
 
 # A run is not what the user asked for, and fails (exit 2), when more than this share of
 # the input records are dead letters for one reason (a wrong --text-field or --format) ...
@@ -383,9 +384,16 @@ def _check_vocabulary_reached(args: argparse.Namespace, tokenizer: bpe.Tokenizer
 
 def _write_results(tokenizer: bpe.Tokenizer, output: str, stats: TrainStats, started: float,
                    checkpoint: Checkpoint) -> None:
-    """Writes tokenizer.json and train_stats.json, then prints the summary."""
+    """Writes tokenizer.json (and tokenizer_config.json with the roles it cannot declare, such
+    as an extension's of a base with an EOS, or none: a stale one would give its roles) and
+    train_stats.json, then prints the summary."""
     tokenizer_path = FileSystems.join(output, TOKENIZER_FILE)
     stats_path = FileSystems.join(output, STATS_FILE)
+    roles_path, roles = FileSystems.join(output, ROLES_FILE), tokenizer.roles_config()
+    if roles is None:
+        outputs.remove(roles_path)
+    else:
+        outputs.write_atomic(roles_path, roles, mime_type="application/json")
     outputs.write_atomic(tokenizer_path, tokenizer.to_json(), mime_type="application/json")
     stats.seconds["total"] = round(time.monotonic() - started, 3)
     stats.learned_with = checkpoint.learned_with()
