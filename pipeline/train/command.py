@@ -50,7 +50,7 @@ from pipeline.train import sources
 from pipeline.train import extend
 from pipeline.train.stats import TrainStats, summary_lines
 from pipeline.train.word_counts import (
-    SOURCE_COUNTS_SCHEMA, WORD_COUNTS_FILE, WORD_COUNTS_SCHEMA, read_word_counts, sorted_word_counts,
+    SOURCE_COUNTS_SCHEMA, WORD_COUNTS_FILE, WORD_COUNTS_SCHEMA, read_word_counts, sort_word_counts,
     word_count_table,
 )
 from transforms import metrics
@@ -295,8 +295,8 @@ def _merge_phase(args: argparse.Namespace, table: dict, checkpoint: Checkpoint, 
     Raises:
       KeyboardInterrupt: SIGINT or SIGTERM, after the merges so far are saved.
     """
-    if args.resume:  # the table is known now: the finished run's must be this one
-        _check_finished(args, checkpoint.output, checkpoint.learned_with())
+    if args.resume and not args.overwrite:  # the table is known now: the finished run's must be this one
+        _check_finished(checkpoint.output, checkpoint.learned_with())
     resume_from = checkpoint.load() if args.resume else []
     stats.resumed_from_merges = len(resume_from)
     checkpoint.save(resume_from)  # from here on, --resume continues these merges
@@ -384,16 +384,16 @@ def _check_vocabulary_reached(args: argparse.Namespace, tokenizer: bpe.Tokenizer
 
 def _write_results(tokenizer: bpe.Tokenizer, output: str, stats: TrainStats, started: float,
                    checkpoint: Checkpoint) -> None:
-    """Writes tokenizer.json (and tokenizer_config.json with the roles it cannot declare, such
-    as an extension's of a base with an EOS, or none: a stale one would give its roles) and
-    train_stats.json, then prints the summary."""
+    """Writes tokenizer.json with, beside it, tokenizer_config.json for the roles the file cannot
+    declare (an extension keeps its base's EOS) or none (an earlier run's would lend its roles),
+    and train_stats.json; then prints the summary."""
     tokenizer_path = FileSystems.join(output, TOKENIZER_FILE)
     stats_path = FileSystems.join(output, STATS_FILE)
-    roles_path, roles = FileSystems.join(output, ROLES_FILE), tokenizer.roles_config()
-    if roles is None:
+    roles_path, roles_config = FileSystems.join(output, ROLES_FILE), tokenizer.roles_config()
+    if roles_config is None:
         outputs.remove(roles_path)
     else:
-        outputs.write_atomic(roles_path, roles, mime_type="application/json")
+        outputs.write_atomic(roles_path, roles_config, mime_type="application/json")
     outputs.write_atomic(tokenizer_path, tokenizer.to_json(), mime_type="application/json")
     stats.seconds["total"] = round(time.monotonic() - started, 3)
     stats.learned_with = checkpoint.learned_with()
@@ -421,7 +421,8 @@ def run_count_job(args: argparse.Namespace, output: str, options, files: int | N
     stale = outputs.dead_letter_files(output)
     if stale:
         FileSystems.delete(stale)
-    outputs.delete(output, (outputs.BEAM_TEMP_GLOB, *(outputs.temporary_path(name) for name in OWN_FILES)))
+    outputs.delete(output, (outputs.BEAM_TEMP_GLOB,
+                            *(outputs.temporary_path(name) for name in (*OWN_FILES, WORD_COUNTS_FILE))))
     outputs.delete(FileSystems.join(output, outputs.DEAD_LETTERS_DIR), (outputs.BEAM_TEMP_GLOB,))
 
     pipeline = runtime.new_pipeline(options)
@@ -430,20 +431,15 @@ def run_count_job(args: argparse.Namespace, output: str, options, files: int | N
         args.input, format=args.format, text_field=args.text_field, id_field=source_field
     )
     texts = read.documents if runs_of is None else read.documents | "OrdinaryRuns" >> OrdinaryRuns(runs_of)
-    schema = WORD_COUNTS_SCHEMA if rule is None else SOURCE_COUNTS_SCHEMA
     (
         texts
         | "CountPreTokens" >> CountPreTokenTables(args.pattern, min_word_count=args.min_word_count, sources=rule)
         | "ToArrow" >> beam.Map(word_count_table).with_output_types(pa.Table)
-        # One table sorted by word bytes: the file is the same whatever the workers. The
-        # single file's writer holds every row anyway; the driver then reads them all.
-        | "Gather" >> beam.combiners.ToList()
-        | "SortByWord" >> beam.Map(sorted_word_counts, schema).with_output_types(pa.Table)
         # One file with exactly this name: one shard, no shard numbers in the
         # name, written by Beam's sink (temp file + rename) on any runner.
         | "WriteWordCounts" >> WriteParquetTables(
             FileSystems.join(output, WORD_COUNTS_FILE.removesuffix(".parquet")),
-            schema,
+            WORD_COUNTS_SCHEMA if rule is None else SOURCE_COUNTS_SCHEMA,
             file_name_suffix=".parquet",
             num_shards=1,
             shard_name_template="",
@@ -455,6 +451,9 @@ def run_count_job(args: argparse.Namespace, output: str, options, files: int | N
     shown = progress.Progress("train", "count", files=files, enabled=not args.no_progress, every=args.progress_every)
     with runtime.stop_at_once("train", kept):
         result = shown.run(pipeline)
+    # The rows arrive at the writer in whatever order the workers finish their partitions:
+    # sorted here, the file is the same with any workers and on any runner.
+    sort_word_counts(FileSystems.join(output, WORD_COUNTS_FILE))
     return committed_counters(result)
 
 
@@ -517,8 +516,7 @@ def _check_complete(args: argparse.Namespace, output: str, base: bpe.Tokenizer |
     if args.overwrite:
         return
     if args.resume:
-        learned_with = {**merge_settings(args, base), **asked_size(args)}  # the table is not known yet
-        _check_finished(args, output, learned_with)
+        _check_finished(output, {**merge_settings(args, base), **asked_size(args)})  # the table is not known yet
         return
     if outputs.exists(FileSystems.join(output, TOKENIZER_FILE)):
         raise UserError(
@@ -527,10 +525,10 @@ def _check_complete(args: argparse.Namespace, output: str, base: bpe.Tokenizer |
         )
 
 
-def _check_finished(args: argparse.Namespace, output: str, learned_with: dict) -> None:
+def _check_finished(output: str, learned_with: dict) -> None:
     """With --resume and no --overwrite, a finished tokenizer in --output must be this run's
     (``check_finished_result``): before the job with the settings, after the count with the table."""
-    if args.overwrite or not outputs.exists(FileSystems.join(output, TOKENIZER_FILE)):
+    if not outputs.exists(FileSystems.join(output, TOKENIZER_FILE)):
         return
     recorded = outputs.read_json(FileSystems.join(output, STATS_FILE))
     check_finished_result(output, recorded.get("learned_with") if recorded else None, learned_with)
