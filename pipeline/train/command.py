@@ -50,8 +50,7 @@ from pipeline.train import sources
 from pipeline.train import extend
 from pipeline.train.stats import TrainStats, summary_lines
 from pipeline.train.word_counts import (
-    SOURCE_COUNTS_SCHEMA, WORD_COUNTS_FILE, WORD_COUNTS_SCHEMA, read_word_counts, sort_word_counts,
-    word_count_table,
+    SOURCE_COUNTS_SCHEMA, WORD_COUNTS_FILE, WORD_COUNTS_SCHEMA, read_word_counts, word_count_table,
 )
 from transforms import metrics
 from transforms.count import CountPreTokenTables
@@ -421,8 +420,7 @@ def run_count_job(args: argparse.Namespace, output: str, options, files: int | N
     stale = outputs.dead_letter_files(output)
     if stale:
         FileSystems.delete(stale)
-    outputs.delete(output, (outputs.BEAM_TEMP_GLOB,
-                            *(outputs.temporary_path(name) for name in (*OWN_FILES, WORD_COUNTS_FILE))))
+    outputs.delete(output, (outputs.BEAM_TEMP_GLOB, *(outputs.temporary_path(name) for name in OWN_FILES)))
     outputs.delete(FileSystems.join(output, outputs.DEAD_LETTERS_DIR), (outputs.BEAM_TEMP_GLOB,))
 
     pipeline = runtime.new_pipeline(options)
@@ -443,6 +441,9 @@ def run_count_job(args: argparse.Namespace, output: str, options, files: int | N
             file_name_suffix=".parquet",
             num_shards=1,
             shard_name_template="",
+            # The partitions reach the one writer in whatever order the workers finish them:
+            # sorted by word bytes, the file is the same with any workers and on any runner.
+            sort_by=("word", "source") if rule is not None else ("word",),
         )
     )
     read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(output)
@@ -451,9 +452,6 @@ def run_count_job(args: argparse.Namespace, output: str, options, files: int | N
     shown = progress.Progress("train", "count", files=files, enabled=not args.no_progress, every=args.progress_every)
     with runtime.stop_at_once("train", kept):
         result = shown.run(pipeline)
-    # The rows arrive at the writer in whatever order the workers finish their partitions:
-    # sorted here, the file is the same with any workers and on any runner.
-    sort_word_counts(FileSystems.join(output, WORD_COUNTS_FILE))
     return committed_counters(result)
 
 

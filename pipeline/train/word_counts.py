@@ -2,8 +2,8 @@
 
 ``word_counts.parquet`` has two columns, ``word`` (binary: a pre-token piece's
 exact bytes) and ``count`` (int64: its occurrences in the corpus), its rows
-sorted by word bytes (``sort_word_counts``), so that identical runs write
-identical files. Training can
+sorted by word bytes (the count job's writer sorts them), so that identical
+runs write identical files. Training can
 start from any table of that shape (``--word-counts``), so reading checks it
 as user input: string words are taken as UTF-8, a word listed twice is summed,
 and a table that cannot be used is one ``UserError`` line.
@@ -42,22 +42,6 @@ def word_count_table(counts: dict) -> pa.Table:
         [pa.array(list(counts.keys()), pa.binary()), pa.array(list(counts.values()), pa.int64())],
         schema=WORD_COUNTS_SCHEMA,
     )
-
-
-def sort_word_counts(path: str) -> None:
-    """Rewrites the table at ``path`` with its rows sorted by word bytes (then source), always
-    with the same writer settings: its bytes, and the SHA-256 its count marker records, then
-    depend on the counts alone, not on how many workers counted them or in which order their
-    partitions reached Beam's writer. Atomic: a crash leaves Beam's file or the sorted one.
-
-    On the driver, once the job is done: a sort in the job would hold every row in one worker
-    (sorting 930,000 rows takes about 0.3 s here).
-    """
-    table = _read_table(path)
-    keys = [("word", "ascending")] + ([("source", "ascending")] if "source" in table.column_names else [])
-    sink = pa.BufferOutputStream()
-    pq.write_table(table.sort_by(keys), sink, compression="none", use_dictionary=False)
-    outputs.write_atomic(path, sink.getvalue().to_pybytes(), mime_type="application/x-parquet")
 
 
 def read_word_counts(path: str) -> dict:
