@@ -25,6 +25,9 @@ class EncodingPreset:
       special_tokens: text -> ID.
       ranks: how many mergeable ranks the encoding's file holds (a check that
         the file given is the one meant).
+      sha256: the SHA-256 of the encoding's file (the one tiktoken's registry
+        expects): a file with more ranks is taken as an extension of it (``train
+        --extend`` writes one) only if its first ``ranks`` lines are that file.
       eos_token: the special token that ends a document.
     """
 
@@ -32,10 +35,12 @@ class EncodingPreset:
     pattern: str
     special_tokens: Mapping[str, int]
     ranks: int
+    sha256: str
     eos_token: str = "<|endoftext|>"
 
 
-_R50K = EncodingPreset("r50k_base", GPT2_PATTERN, {"<|endoftext|>": 50256}, 50256)
+_R50K = EncodingPreset("r50k_base", GPT2_PATTERN, {"<|endoftext|>": 50256}, 50256,
+                       "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930")
 
 ENCODINGS: dict[str, EncodingPreset] = {
     "r50k_base": _R50K,
@@ -51,9 +56,11 @@ ENCODINGS: dict[str, EncodingPreset] = {
             "<|endofprompt|>": 100276,
         },
         100256,
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
     ),
     "o200k_base": EncodingPreset(
-        "o200k_base", O200K_PATTERN, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}, 199998
+        "o200k_base", O200K_PATTERN, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}, 199998,
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
     ),
 }
 

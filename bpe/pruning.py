@@ -192,7 +192,9 @@ def _prune_file(tokenizer, graph: MergeGraph, id_map: list[int | None]):
     if spec.get("post_processor") is not None:
         _renumber_processor(spec["post_processor"], id_map)
     text = json.dumps(spec, ensure_ascii=False, indent=2)
-    return type(tokenizer).from_json(text.encode("utf-8"), source="the pruned tokenizer")
+    pruned = type(tokenizer).from_json(text.encode("utf-8"), source="the pruned tokenizer")
+    pruned.keep_roles(tokenizer.roles)  # special tokens are never removed: every role stays
+    return pruned
 
 
 def _renumber_processor(processor: dict, id_map: list[int | None]) -> None:

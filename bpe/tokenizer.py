@@ -11,7 +11,7 @@ Three kinds, one interface:
 - a Hugging Face byte-level BPE tokenizer.json (``"huggingface"``): the file's
   IDs; HF's merge-rank semantics with ``ignore_merges``; its NFC normalizer if
   any, pre-tokenizer chain, added tokens and the BOS/EOS its post-processor
-  declares.
+  declares (and the roles its ``tokenizer_config.json`` gives, ``bpe.tokenizer_file.roles``).
 
 Text goes through the steps in Hugging Face's order: added tokens (and allowed
 special tokens) not marked ``normalized`` are matched in the text as given; the
@@ -39,6 +39,8 @@ from bpe.engines import EngineProof
 from bpe.presets import ENCODINGS, encoding_preset
 from bpe.pretokenize import PreTokenizer, to_text
 from bpe.tokenizer_file import FILE_NAME, TokenizerFileError, byte_to_char, tiktoken_file
+from bpe.tokenizer_file import roles as roles_file
+from bpe.tokenizer_file import storage
 from bpe.tokenizer_file.added_tokens import AddedTokenEncoder, split_out
 from bpe.tokenizer_file.hf_normalizer import nfc
 from bpe.tokenizer_file.hf_pretokenizer import StepPreTokenizer
@@ -89,8 +91,10 @@ class Tokenizer:
       special_tokens: text -> ID.
       added_tokens: Hugging Face added tokens that are not special, text -> ID: matched
         in any text, as HF does.
-      bos_token, eos_token: the special tokens that begin and end a document where the
-        tokenizer declares them (``eos_token`` of ours is the first special token).
+      bos_token, eos_token, pad_token: the special tokens that begin and end a document
+        and pad a sequence, where the tokenizer declares them (``eos_token`` of ours is
+        the first special token; a rank file's comes from its preset; a Hugging Face
+        file's from its post-processor, else from ``tokenizer_config.json`` beside it).
       normalizer: ``"NFC"`` when the tokenizer normalizes text to NFC
         (``bpe.tokenizer_file.hf_normalizer``) before pre-tokenization, else None.
       vocab_size: the largest ID + 1 (IDs may have gaps: cl100k has no 100256).
@@ -117,13 +121,18 @@ class Tokenizer:
             encoder=PieceEncoder(merges),
             merges=merges,
             eos_token=special_tokens[0] if special_tokens else None,
+            roles_in_file=("eos_token",),  # ours declares it by its layout
         )
 
     def _setup(self, kind: str, token_bytes: Mapping[int, bytes], special_tokens: Mapping[str, int],
                pre_tokenizer, encoder, merges: list[tuple[int, int]], added_tokens: Mapping[str, int] | None = None,
                bos_token: str | None = None, eos_token: str | None = None, file_text: bytes | None = None,
-               normalizer: str | None = None, normalized_tokens: frozenset[str] = frozenset()) -> None:
-        """Sets every attribute; the one place a Tokenizer of any kind is put together."""
+               normalizer: str | None = None, normalized_tokens: frozenset[str] = frozenset(),
+               roles_in_file: tuple[str, ...] = ()) -> None:
+        """Sets every attribute; the one place a Tokenizer of any kind is put together.
+
+        ``roles_in_file``: the roles (``bos_token``, ...) its tokenizer.json declares
+        itself; ``roles_config`` gives the others to the file beside it."""
         self.kind = kind
         self.normalizer = normalizer
         self._normalize = nfc if normalizer == "NFC" else None
@@ -133,7 +142,8 @@ class Tokenizer:
         self.pattern = pre_tokenizer.pattern
         self.special_tokens = dict(special_tokens)
         self.added_tokens = dict(added_tokens or {})
-        self.bos_token, self.eos_token = bos_token, eos_token
+        self.bos_token, self.eos_token, self.pad_token = bos_token, eos_token, None
+        self._roles_in_file = frozenset(role for role in roles_in_file if getattr(self, role) is not None)
         self._token_bytes = dict(token_bytes)  # ordinary tokens
         self._spelled_ids = frozenset({**self.added_tokens, **self.special_tokens}.values())  # spelled by their text
         self.vocab_size = max([*self._token_bytes, *self.added_tokens.values(), *self.special_tokens.values()]) + 1
@@ -253,7 +263,8 @@ class Tokenizer:
           ValueError: the tokenizer declares none.
         """
         if self.bos_token is None:
-            raise ValueError("the tokenizer declares no BOS token (only a Hugging Face post-processor declares one)")
+            raise ValueError("the tokenizer declares no BOS token (a Hugging Face post-processor or "
+                             "tokenizer_config.json declares one)")
         return self.special_tokens[self.bos_token]
 
     @property
@@ -283,6 +294,33 @@ class Tokenizer:
                 f"(it has {sorted(self.special_tokens) or 'none'})"
             )
         return self.special_tokens[name]
+
+    @property
+    def roles(self) -> dict[str, str]:
+        """The roles the tokenizer declares, role (``bos_token``, ``eos_token``, ``pad_token``) -> special token."""
+        return {role: getattr(self, role) for role in roles_file.ROLES if getattr(self, role) is not None}
+
+    def keep_roles(self, roles: Mapping[str, str]) -> None:
+        """Takes the ``roles`` (role -> special token text) this tokenizer does not declare
+        itself: those of the ``tokenizer_config.json`` beside its file, or of the base of an
+        extension or a pruning made from it. A role naming none of its special tokens is
+        not taken."""
+        for role, text in roles.items():
+            if getattr(self, role) is None and text in self.special_tokens:
+                setattr(self, role, text)
+
+    def roles_config(self, existing: bytes | None = None) -> str | None:
+        """The ``tokenizer_config.json`` text of the roles its tokenizer.json does not declare
+        (``bpe.tokenizer_file.roles``), the other keys of an ``existing`` one kept; None when
+        the tokenizer.json declares every role the tokenizer has.
+
+        Raises:
+          TokenizerFileError: ``existing`` is not a JSON object.
+        """
+        if set(self.roles) <= self._roles_in_file:
+            return None
+        config = roles_file.parse_config(existing, roles_file.ROLES_FILE) if existing is not None else None
+        return roles_file.render_roles(self.roles, config)
 
     def encode_batch(self, texts: Iterable[str | bytes], fast: bool = True) -> list[list[int]]:
         """Encodes many texts (str or any bytes) as ordinary text: ``[encode(t) for t in texts]``.
@@ -405,13 +443,19 @@ class Tokenizer:
         ``path``: local, ``file://``, or a URL smart_open opens (``s3://``,
         ``gs://``); ``transport_params`` go to smart_open (see ``bpe.tokenizer_file.storage``).
         A reader never sees half a file. Hugging Face ``tokenizers`` reads the file with
-        this tokenizer's IDs, a rank file's included (see ``to_json``).
+        this tokenizer's IDs, a rank file's included (see ``to_json``). Roles the file
+        cannot declare (a rank file's EOS) go into ``tokenizer_config.json`` beside it,
+        whose other keys are kept (``roles_config``).
 
         Raises:
           bpe.tokenizer_export.NoExactFile: a rank file that no tokenizer.json reproduces
             exactly, with the reason (nothing is written).
         """
-        return tokenizer_file.write(path, self.to_json(), transport_params)
+        file_path = tokenizer_file.write(path, self.to_json(), transport_params)
+        config = self.roles_config(roles_file.read_config(file_path, transport_params))
+        if config is not None:
+            tokenizer_file.write(storage.beside(file_path, roles_file.ROLES_FILE), config, transport_params)
+        return file_path
 
     @classmethod
     def load(cls, path: str, transport_params: dict | None = None, *, pattern: str | None = None,
@@ -437,8 +481,21 @@ class Tokenizer:
                     f"{file_path} is a tokenizer.json, which defines its own pattern and special tokens: "
                     "a preset, pattern or special tokens go with tiktoken rank files only"
                 )
-            return cls.from_json(data, source=file_path)
+            tokenizer = cls.from_json(data, source=file_path)
+            tokenizer._read_roles(file_path, transport_params)
+            return tokenizer
         return cls.from_tiktoken(data, source=file_path, pattern=pattern, special_tokens=special_tokens, preset=preset)
+
+    def _read_roles(self, file_path: str, transport_params: dict | None) -> None:
+        """Takes the roles of the ``tokenizer_config.json`` beside the file, if there is one.
+
+        Raises:
+          TokenizerFileError: it is not JSON, or names a role that is no special token.
+        """
+        data = roles_file.read_config(file_path, transport_params)
+        if data is not None:
+            where = storage.beside(file_path, roles_file.ROLES_FILE)
+            self.keep_roles(roles_file.parse_roles(roles_file.parse_config(data, where), where, self.special_tokens))
 
     @classmethod
     def from_json(cls, data: str | bytes, source: str = FILE_NAME) -> "Tokenizer":
@@ -460,6 +517,7 @@ class Tokenizer:
                     added_tokens=spec.added_tokens,
                     bos_token=spec.bos_token,
                     eos_token=spec.eos_token,
+                    roles_in_file=("bos_token", "eos_token"),  # its post-processor's
                     file_text=data,
                     normalizer=spec.normalizer,
                     normalized_tokens=spec.normalized_tokens,
@@ -486,8 +544,8 @@ class Tokenizer:
                     f"({', '.join(ENCODINGS)}) or a pattern"
                 )
             ranks = tiktoken_file.parse(data, source).ranks
-            if known is not None and len(ranks) != known.ranks and pattern is None:
-                raise ValueError(f"has {len(ranks)} ranks, but {known.name}'s file has {known.ranks}: is it the right file?")
+            if known is not None and pattern is None:
+                _check_preset_ranks(ranks, known)
             specials = dict(special_tokens if special_tokens is not None else (known.special_tokens if known else {}))
             check_special_tokens(list(specials))
             taken = set(ranks.values())
@@ -554,6 +612,22 @@ class Tokenizer:
     def __repr__(self) -> str:
         return (f"Tokenizer(kind={self.kind!r}, vocab_size={self.vocab_size}, merges={len(self.merges)}, "
                 f"special_tokens={list(self.special_tokens)})")
+
+
+def _check_preset_ranks(ranks: Mapping[bytes, int], known) -> None:
+    """A rank file read with a preset is the preset's file, or an extension of it: more
+    ranks, the first ``known.ranks`` of them exactly the preset's file
+    (``tiktoken_file.is_extension_of``), as ``train --extend`` writes one.
+
+    Raises:
+      ValueError: fewer ranks, or more whose first ones are not the preset's file.
+    """
+    if len(ranks) == known.ranks:
+        return
+    if len(ranks) < known.ranks or not tiktoken_file.is_extension_of(ranks, known.ranks, known.sha256):
+        raise ValueError(f"has {len(ranks)} ranks, but {known.name}'s file has {known.ranks}"
+                         f"{'' if len(ranks) < known.ranks else ' and they are not its first ones'}: "
+                         "is it the right file?")
 
 
 def _hf_encoder(spec: tokenizer_file.TokenizerSpec) -> PieceEncoder:

@@ -359,6 +359,21 @@ class StagedOutput:
         write_json(self.marker_path, marker, indent=2)
 
 
+    def keep_dead_letters(self) -> str:
+        """After a run that ends before ``publish`` (nothing to publish), keeps the staged dead
+        letters where the error points: in ``DIR/dead_letters/``, unless a complete result
+        is there, whose own dead letters they must not join; they then stay staged (until
+        the next run). Returns the directory that holds them."""
+        staged = FileSystems.join(self.staging, DEAD_LETTERS_DIR)
+        if self.is_complete():
+            return staged
+        target = FileSystems.join(self.directory, DEAD_LETTERS_DIR)
+        delete(target, (DEAD_LETTER_GLOB,))
+        move_into(matching(staged, (DEAD_LETTER_GLOB,)), target)
+        delete(self.directory, (STAGING_DIR,))
+        return target
+
+
 def move_into(files: Sequence[str], directory: str) -> None:
     """Moves ``files`` into ``directory``, each under its own name."""
     if files and is_local(directory) and not FileSystems.exists(directory):

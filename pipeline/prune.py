@@ -9,7 +9,9 @@ least-used leaf tokens until N remain (``bpe.pruning``: never a single byte, a
 special or an added token, never a token a kept token is built from) and
 writes:
 
-- ``DIR/tokenizer.json``: the pruned tokenizer, IDs renumbered compactly in the base's order;
+- ``DIR/tokenizer.json``: the pruned tokenizer, IDs renumbered compactly in the base's order
+  (and ``DIR/tokenizer_config.json`` with the base's roles the file cannot declare, such as a
+  rank file's EOS: ``bpe.tokenizer_file.roles``);
 - ``DIR/id_map.json``: a JSON list, entry i the new ID of old ID i or null if removed;
 - ``DIR/removed.json``: the removed tokens in the order removed, with their counts;
 - ``DIR/stats.json``, written last (the completion marker): the corpus, both
@@ -33,6 +35,7 @@ from bpe import proof_cache
 from bpe.pruning import PruneError, check_prunable, token_count
 from bpe.pruning import prune as prune_tokenizer
 from bpe.tokenizer import FILE_NAME, Tokenizer
+from bpe.tokenizer_file.roles import ROLES_FILE
 from pipeline import outputs, progress, runtime, tokenizer_flags
 from pipeline.errors import UserError
 from pipeline.report.json_report import ratio, token_text
@@ -47,7 +50,7 @@ __all__ = ["add_arguments", "run"]
 ID_MAP_FILE = "id_map.json"
 REMOVED_FILE = "removed.json"
 STATS_FILE = "stats.json"
-RESULTS = (FILE_NAME, ID_MAP_FILE, REMOVED_FILE, f"{outputs.DEAD_LETTERS_DIR}/{outputs.DEAD_LETTER_GLOB}")
+RESULTS = (FILE_NAME, ROLES_FILE, ID_MAP_FILE, REMOVED_FILE, f"{outputs.DEAD_LETTERS_DIR}/{outputs.DEAD_LETTER_GLOB}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,7 +79,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
 
     before = _count(args, options, args.tokenizer, args.tokenizer_preset, base, "before", dead_letters=staging)
     if before is None:
-        raise UserError(f"no documents in {', '.join(args.input)} (see {outputs.DEAD_LETTERS_DIR}/): "
+        raise UserError(f"no documents in {', '.join(args.input)} (see {output.keep_dead_letters()}/): "
                         "pruning needs the tokens' use on a corpus")
     pruned = prune_tokenizer(base, before["counts"], args.vocab_size)
     pruned_path = pruned.tokenizer.save(FileSystems.join(staging, FILE_NAME))

@@ -21,7 +21,7 @@ from bpe.atomic_write import replace_file
 from bpe.tokenizer_file import tiktoken_file
 from bpe.tokenizer_file.spec import TokenizerFileError
 
-__all__ = ["FILE_NAME", "MAX_FILE_BYTES", "read", "write"]
+__all__ = ["FILE_NAME", "MAX_FILE_BYTES", "beside", "read", "read_beside", "write"]
 
 FILE_NAME = "tokenizer.json"
 # Tokenizer files above this size are refused before they are read whole.
@@ -82,6 +82,40 @@ def read(path: str, transport_params: dict | None = None) -> tuple[bytes, str]:
     file_path, e = first_error
     reason = " ".join(str(e).split())[:300] or type(e).__name__
     raise TokenizerFileError(f"cannot read tokenizer file {file_path}: {reason}") from None
+
+
+def read_beside(file_path: str, name: str, transport_params: dict | None = None,
+                limit: int = MAX_FILE_BYTES) -> bytes | None:
+    """The file ``name`` in the directory of ``file_path`` (its first ``limit`` bytes), or
+    None where there is none.
+
+    Raises:
+      TokenizerFileError: it is there but cannot be read.
+    """
+    path = beside(file_path, name)
+    local = _local_path(path)
+    if local is not None:
+        try:
+            with open(local, "rb") as f:
+                return f.read(limit)
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise TokenizerFileError(f"cannot read {local}: {e.strerror or e}") from None
+    import smart_open  # only for URLs: local files need none of it
+
+    try:
+        with smart_open.open(path, "rb", compression="disable", transport_params=transport_params) as f:
+            return f.read(limit)
+    except Exception:  # noqa: BLE001 - each store's client says "no such object" its own way
+        return None
+
+
+def beside(file_path: str, name: str) -> str:
+    """The path of the file ``name`` in the directory of ``file_path``."""
+    if "://" not in file_path:
+        return os.path.join(os.path.dirname(file_path), name)
+    return file_path.rsplit("/", 1)[0] + "/" + name
 
 
 def _read_capped(f: IO[bytes], source: str, size: int | None) -> bytes:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import hashlib
 import re
 from typing import Mapping
 
@@ -101,6 +102,16 @@ def render(ranks: dict[bytes, int]) -> str:
     return "".join(
         f"{base64.b64encode(token).decode('ascii')} {rank}\n" for token, rank in sorted(ranks.items(), key=lambda t: t[1])
     )
+
+
+def is_extension_of(ranks: Mapping[bytes, int], count: int, sha256: str) -> bool:
+    """Whether the ``count`` lowest ranks are exactly the rank file whose SHA-256 is
+    ``sha256`` (as ``render`` writes it: a published file's own bytes) and every
+    other rank comes after them: the file extends that one with new tokens."""
+    first = {token: rank for token, rank in ranks.items() if rank < count}
+    if len(first) != count:
+        return False
+    return hashlib.sha256(render(first).encode("ascii")).hexdigest() == sha256
 
 
 def derive_merges(ranks: dict[bytes, int]) -> list[tuple[int, int]]:

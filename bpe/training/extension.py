@@ -215,7 +215,10 @@ def extended_tokenizer(base: Tokenizer, merges: Sequence[Pair]) -> Tokenizer:
     One of ours without special tokens stays ours (its new merges continue its
     own: ID ``256 + len(merges)`` onwards). Any other base becomes its
     tokenizer.json (``Tokenizer.to_json``, exact for the base or refusing with
-    the reason) with the new tokens and merges appended (see the module).
+    the reason) with the new tokens and merges appended (see the module), and
+    keeps the base's roles (BOS, EOS, pad: ``Tokenizer.roles``). One of ours with
+    special tokens is such a file: its new merges follow the special tokens, which
+    our layout puts last.
 
     Raises:
       ValueError: the base has no exact tokenizer.json (``Tokenizer.to_json``
@@ -244,6 +247,9 @@ def extended_tokenizer(base: Tokenizer, merges: Sequence[Pair]) -> Tokenizer:
     for text, token_id in {**base.added_tokens, **base.special_tokens}.items():
         model["vocab"].setdefault(text, token_id)
     extended = Tokenizer.from_json(json.dumps(spec, ensure_ascii=False))
+    # Every role of the base (ours' EOS, a preset's) stays; the file cannot declare those its
+    # post-processor does not, so they go beside it (``Tokenizer.roles_config``).
+    extended.keep_roles(base.roles)
     if model.get("ignore_merges"):
         _check_whole_tokens(base, merges, first_id, token_bytes)
     return extended

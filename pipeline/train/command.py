@@ -35,6 +35,7 @@ from apache_beam.io.filesystems import FileSystems
 import bpe
 from bpe.pretokenize import compile_pattern, resolve_pattern
 from bpe.decoder import vocabulary_bytes
+from bpe.tokenizer_file.roles import ROLES_FILE
 from bpe.training.gigatoken_counts import PATTERNS as GIGATOKEN_PATTERNS
 from bpe.training.piece_counter import choose_engine
 from bpe.training.trainer import MAX_TOKEN_ID, special_token_clash, vocab_size_problem
@@ -43,8 +44,8 @@ from pipeline.config import Setting, default_help, preset_names, resolve
 from pipeline.errors import UserError
 from pipeline.interrupts import interrupting_signal, sigterm_as_interrupt
 from pipeline.train.resume import (
-    CHECKPOINT_FILE, COUNT_MARKER_FILE, Checkpoint, CountMarker, count_settings, file_states, fingerprint,
-    recorded_count, resume_command,
+    CHECKPOINT_FILE, COUNT_MARKER_FILE, Checkpoint, CountMarker, asked_size, check_finished_result, count_settings,
+    file_states, fingerprint, merge_settings, recorded_count, resume_command,
 )
 from pipeline.runners import committed_counters, describe_runner, pipeline_options
 from pipeline.train import sources
@@ -63,7 +64,7 @@ from transforms.read import FORMATS, ReadDocuments, match_inputs
 STATS_FILE = "train_stats.json"
 TOKENIZER_FILE = "tokenizer.json"
 # The driver's own files, written atomically (a stop may leave their temporary files).
-OWN_FILES = (STATS_FILE, TOKENIZER_FILE, CHECKPOINT_FILE, COUNT_MARKER_FILE)
+OWN_FILES = (STATS_FILE, TOKENIZER_FILE, ROLES_FILE, CHECKPOINT_FILE, COUNT_MARKER_FILE)
 
 # A run is not what the user asked for, and fails (exit 2), when more than this share of
 # the input records are dead letters for one reason (a wrong --text-field or --format) ...
@@ -168,7 +169,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     files = [] if args.word_counts else _match(args.input)
     rule = sources.source_rule(args, files)  # bad source flags: fail now
     outputs.claim(output, "train", inputs=files)  # ours from here on; never the user's files
-    _check_complete(args, output)
+    _check_complete(args, output, base)
     stats = TrainStats(
         inputs=[] if args.word_counts else list(args.input),
         files=len(files),
@@ -295,6 +296,8 @@ def _merge_phase(args: argparse.Namespace, table: dict, checkpoint: Checkpoint, 
     Raises:
       KeyboardInterrupt: SIGINT or SIGTERM, after the merges so far are saved.
     """
+    if args.resume and not args.overwrite:  # the table is known now: the finished run's must be this one
+        _check_finished(checkpoint.output, checkpoint.learned_with())
     resume_from = checkpoint.load() if args.resume else []
     stats.resumed_from_merges = len(resume_from)
     checkpoint.save(resume_from)  # from here on, --resume continues these merges
@@ -382,11 +385,19 @@ def _check_vocabulary_reached(args: argparse.Namespace, tokenizer: bpe.Tokenizer
 
 def _write_results(tokenizer: bpe.Tokenizer, output: str, stats: TrainStats, started: float,
                    checkpoint: Checkpoint) -> None:
-    """Writes tokenizer.json and train_stats.json, then prints the summary."""
+    """Writes tokenizer.json with, beside it, tokenizer_config.json for the roles the file cannot
+    declare (an extension keeps its base's EOS) or none (an earlier run's would lend its roles),
+    and train_stats.json; then prints the summary."""
     tokenizer_path = FileSystems.join(output, TOKENIZER_FILE)
     stats_path = FileSystems.join(output, STATS_FILE)
+    roles_path, roles_config = FileSystems.join(output, ROLES_FILE), tokenizer.roles_config()
+    if roles_config is None:
+        outputs.remove(roles_path)
+    else:
+        outputs.write_atomic(roles_path, roles_config, mime_type="application/json")
     outputs.write_atomic(tokenizer_path, tokenizer.to_json(), mime_type="application/json")
     stats.seconds["total"] = round(time.monotonic() - started, 3)
+    stats.learned_with = checkpoint.learned_with()
     outputs.write_atomic(stats_path, stats.to_json(), mime_type="application/json")
     checkpoint.remove()  # only now: until tokenizer.json is whole, --resume needs it
     lines = summary_lines(stats, tokenizer_path, stats_path, output)
@@ -434,6 +445,9 @@ def run_count_job(args: argparse.Namespace, output: str, options, files: int | N
             file_name_suffix=".parquet",
             num_shards=1,
             shard_name_template="",
+            # The partitions reach the one writer in whatever order the workers finish them:
+            # sorted by word bytes, the file is the same with any workers and on any runner.
+            sort_by=("word", "source") if rule is not None else ("word",),
         )
     )
     read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(output)
@@ -506,14 +520,29 @@ def _check_settings(args: argparse.Namespace) -> str:
     return outputs.absolute(args.output)
 
 
-def _check_complete(args: argparse.Namespace, output: str) -> None:
+def _check_complete(args: argparse.Namespace, output: str, base: bpe.Tokenizer | None) -> None:
     """A complete tokenizer in --output is replaced only with --overwrite (or continued
-    with --resume): token shards encoded with it can be decoded with no other."""
-    if outputs.exists(FileSystems.join(output, TOKENIZER_FILE)) and not (args.overwrite or args.resume):
+    with --resume, if it is this run's: ``_check_finished``): token shards encoded with
+    it can be decoded with no other."""
+    if args.overwrite:
+        return
+    if args.resume:
+        _check_finished(output, {**merge_settings(args, base), **asked_size(args)})  # the table is not known yet
+        return
+    if outputs.exists(FileSystems.join(output, TOKENIZER_FILE)):
         raise UserError(
             f"{output} already holds the tokenizer of a complete run ({TOKENIZER_FILE}); "
             "pass --overwrite to replace it, or choose another --output"
         )
+
+
+def _check_finished(output: str, learned_with: dict) -> None:
+    """With --resume and no --overwrite, a finished tokenizer in --output must be this run's
+    (``check_finished_result``): before the job with the settings, after the count with the table."""
+    if not outputs.exists(FileSystems.join(output, TOKENIZER_FILE)):
+        return
+    recorded = outputs.read_json(FileSystems.join(output, STATS_FILE))
+    check_finished_result(output, recorded.get("learned_with") if recorded else None, learned_with)
 
 
 def _check_vocabulary(vocab_size: int, specials: list[str]) -> None:

@@ -200,9 +200,67 @@ class CountMarker:
 
 
 def _show(value) -> str:
-    if value is None:
+    if value is None or value == []:
         return "none"
     return " ".join(value) if isinstance(value, list) else str(value)
+
+
+def _other_setting(key: str, then, now) -> str:
+    """How a setting of an earlier run differs from this run's, said for people."""
+    if key == "word_counts":
+        return "another word-count table"
+    if key == "extend":
+        return "another --extend base" if then and now else f"--extend was {_show(then)}, now {_show(now)}"
+    return f"--{key.replace('_', '-')} was {_show(then)}, now {_show(now)}"
+
+
+def merge_settings(args: argparse.Namespace, base=None) -> dict:
+    """What the merges depend on besides the word-count table: min_frequency and the
+    tie-break; the pattern, because the table was counted with it; the sources; and the
+    tokenizer being extended (``train --extend``), by its SHA-256."""
+    return {
+        "min_frequency": args.min_frequency,
+        "pattern": args.pattern,
+        "tie_break": args.tie_break,
+        "parity": bool(args.parity),
+        "global_merges": args.global_merges or 0,
+        **sources.settings(args),
+        "extend": base.sha256 if base is not None else None,
+    }
+
+
+def asked_size(args: argparse.Namespace) -> dict:
+    """What says how many merges to learn: --vocab-size and the special tokens, or --new-tokens."""
+    return {"vocab_size": args.vocab_size, "special_tokens": list(args.special_token),
+            "new_tokens": getattr(args, "new_tokens", None)}
+
+
+def check_finished_result(output: str, recorded: dict | None, learned_with: dict) -> None:
+    """``--resume`` where a finished tokenizer is and no checkpoint (a run removes it once
+    it finishes): only the run that finished there may continue, which learns the same
+    tokenizer again; a finished result of anything else is replaced only with --overwrite.
+
+    Args:
+      output: the output directory.
+      recorded: the finished run's ``learned_with`` (train_stats.json); None if it records none.
+      learned_with: this run's (``Checkpoint.learned_with``, or before the count the same
+        without the table, which is then not compared).
+
+    Raises:
+      UserError: the finished tokenizer records other settings, or none.
+    """
+    if FileSystems.exists(FileSystems.join(output, CHECKPOINT_FILE)):
+        return  # the checkpoint's own checks decide (Checkpoint.load)
+    if not isinstance(recorded, dict):
+        raise UserError(f"cannot --resume: {output} holds a finished tokenizer that records no settings to compare "
+                        "with this run's; pass --overwrite to replace it, or choose another --output")
+    for key, value in learned_with.items():
+        if recorded.get(key) != value:
+            raise UserError(
+                f"cannot --resume: {output} holds the finished tokenizer of another run "
+                f"({_other_setting(key, recorded.get(key), value)}); pass --overwrite to replace it, "
+                "or choose another --output"
+            )
 
 
 class Checkpoint:
@@ -216,24 +274,23 @@ class Checkpoint:
     """
 
     def __init__(self, output: str, table_id: dict, args: argparse.Namespace, base=None):
+        self.output = output
         self.path = FileSystems.join(output, CHECKPOINT_FILE)
-        # The merges depend on the table, min_frequency and the tie-break only; the pattern
-        # must match because the table was counted with it. vocab_size and the
+        # The merges depend on the table and ``merge_settings``. vocab_size and the
         # special tokens only say how many merges to learn, and the first N
         # merges of any run are the same: they may change between runs.
-        self.settings = {
-            "word_counts": table_id,
-            "min_frequency": args.min_frequency,
-            "pattern": args.pattern,
-            "tie_break": args.tie_break,
-            "parity": bool(args.parity),
-            "global_merges": args.global_merges or 0,
-            **sources.settings(args),
-            "extend": base.sha256 if base is not None else None,
-        }
+        self.settings = {"word_counts": table_id, **merge_settings(args, base)}
         self.base = base
+        self.size = asked_size(args)
         self.wanted = {"vocab_size": args.vocab_size, "special_tokens": list(args.special_token)}
         self.saved = 0  # how many merges the file on disk holds
+
+    def learned_with(self) -> dict:
+        """What the finished tokenizer records (train_stats.json's ``learned_with``): the
+        checkpoint's settings and the size asked for. Once the checkpoint is gone,
+        ``--resume`` continues only a run with all of them the same
+        (``check_finished_result``)."""
+        return {**self.settings, **self.size}
 
     def load(self) -> list:
         """The checkpoint's merges; [] when there is none.

@@ -45,6 +45,9 @@ class TrainStats:
       tokens_before, tokens_after: the tokens the counted pieces take with the base
         and with the extension.
       rank_file: the extension's tiktoken rank file, or why it is not written (a rank-file base only).
+      learned_with: what the tokenizer was learned with (``Checkpoint.learned_with``): the
+        word-count table, the settings the merges depend on, the base's SHA-256 and the size
+        asked for; ``--resume`` replaces a finished tokenizer of other ones only with --overwrite.
     """
 
     inputs: list[str]
@@ -77,6 +80,7 @@ class TrainStats:
     tokens_before: int | None = None
     tokens_after: int | None = None
     rank_file: str | None = None
+    learned_with: dict | None = None
 
     def counted(self) -> dict:
         """The count phase's numbers, for its completion marker."""

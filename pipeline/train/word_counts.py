@@ -1,7 +1,9 @@
 """The word-count table: what the count job writes and training reads.
 
 ``word_counts.parquet`` has two columns, ``word`` (binary: a pre-token piece's
-exact bytes) and ``count`` (int64: its occurrences in the corpus). Training can
+exact bytes) and ``count`` (int64: its occurrences in the corpus), its rows
+sorted by word bytes (the count job's writer sorts them), so that identical
+runs write identical files. Training can
 start from any table of that shape (``--word-counts``), so reading checks it
 as user input: string words are taken as UTF-8, a word listed twice is summed,
 and a table that cannot be used is one ``UserError`` line.

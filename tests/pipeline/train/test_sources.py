@@ -193,8 +193,9 @@ def test_resume_and_word_counts_refuse_other_sources(corpus, tmp_path, capsys):
     assert train(*args, "--source-weight", "en=2", *IN_MEMORY) == 0
     capsys.readouterr()
     assert train(*args, "--source-weight", "en=3", "--resume", *IN_MEMORY) == 2
+    # The finished tokenizer there is of another run: replaced only with --overwrite.
     assert capsys.readouterr().err.strip().endswith(
-        "(--source-weight was en=2, now en=3); run without --resume to start over")
+        "(--source-weight was en=2, now en=3); pass --overwrite to replace it, or choose another --output")
     table = os.path.join(output, "word_counts.parquet")
     for flags, said in [
         ([], "was counted with --source-field lang --source-weight en=2, not with no sources"),

@@ -2,6 +2,8 @@
 
 import glob
 import gzip
+import hashlib
+import io
 import json
 import os
 import pathlib
@@ -11,6 +13,7 @@ import sys
 import sysconfig
 
 import apache_beam as beam
+import pyarrow.parquet as pq
 import pytest
 
 import bpe
@@ -61,6 +64,29 @@ def test_same_merges_for_8_shards_and_2_worker_processes(corpus, baseline, tmp_p
     assert stats(output)["files"] == 8
     assert word_counts(output) == word_counts(baseline)
     assert merges(output) == merges(baseline)
+
+
+def _table_bytes_and_recorded_sha256(output: str) -> tuple[bytes, str]:
+    with open(os.path.join(output, "word_counts.parquet"), "rb") as f:
+        data = f.read()
+    with open(os.path.join(output, "word_counts.complete"), encoding="utf-8") as f:
+        return data, json.load(f)["table"]["sha256"]
+
+
+def test_word_counts_are_byte_identical_with_1_and_2_workers(corpus, tmp_path):
+    # The same 8 shards on 1 and on 2 worker processes, the 2-worker run twice: the table is
+    # sorted by word bytes before it is written, so its bytes and its recorded SHA-256 agree.
+    args = ["--input", corpus["shards"], "--vocab-size", str(VOCAB), "--direct_running_mode=multi_processing"]
+    runs = []
+    for name, workers in (("one", 1), ("two", 2), ("two-again", 2)):
+        output = str(tmp_path / name)
+        assert train(*args, "--output", output, f"--direct_num_workers={workers}") == 0
+        runs.append(_table_bytes_and_recorded_sha256(output))
+    (data, sha256), *others = runs
+    assert all(other == (data, sha256) for other in others)
+    assert hashlib.sha256(data).hexdigest() == sha256
+    words = pq.read_table(io.BytesIO(data)).column("word").to_pylist()
+    assert words == sorted(words) and len(words) == len(set(words))
 
 
 def test_same_merges_for_jsonl_gz_shards_and_1_worker_process(corpus, baseline, tmp_path):
