@@ -10,6 +10,6 @@ merging adjacent tokens inside them up to the final vocabulary size.
 - ``candidates``: a stage-two piece cut into the runs of whole pretokens that
   stage two may merge, counted by frequency.
 
-``bpe/reference_superwords.py`` states the algorithm over whole documents;
+``bpe/superwords/reference.py`` states the algorithm over whole documents;
 ``bpe/training/superwords.py`` learns the same merges from the count tables.
 """

@@ -1,6 +1,6 @@
 """Supermerge candidates: the runs of whole tokens in stage-two pieces, counted by frequency.
 
-Stage two (``bpe/reference_superwords.py``) only ever merges two adjacent
+Stage two (``bpe/superwords/reference.py``) only ever merges two adjacent
 *whole* tokens, tokens that spell exactly one pretoken, or tokens merged from
 them. A token that is not whole never takes part, so it cuts its piece: the
 runs of two or more whole tokens between such cuts are independent, and equal

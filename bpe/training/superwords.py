@@ -1,6 +1,6 @@
 """Superword training from count tables: stage one on the pieces, stage two on the candidates.
 
-Learns exactly the merges of ``bpe.reference_superwords.train`` without holding
+Learns exactly the merges of ``bpe.superwords.reference.train`` without holding
 a document: stage one is ordinary training (``trainer.train_merges``) on the
 table of pieces; stage two runs the merge loop on the supermerge candidates
 (``bpe.superwords.candidates``) that the table of stage-two pieces yields once
@@ -114,7 +114,7 @@ def train_superwords(
       checkpoint_every: seconds between checkpoints.
 
     Returns:
-      A ``bpe.Tokenizer`` whose merges equal ``bpe.reference_superwords.train``'s.
+      A ``bpe.Tokenizer`` whose merges equal ``bpe.superwords.reference.train``'s.
 
     Raises:
       ValueError: a bad argument, or a special token an ordinary token spells.
@@ -132,7 +132,9 @@ def train_superwords(
     stage_one = train_merges(word_counts, stage_one_merges, min_frequency=min_frequency, progress=progress,
                              resume_from=list(resume_from)[:stage_one_merges], checkpoint=checkpoint,
                              checkpoint_every=checkpoint_every)
-    merges = superword_merges(superword_counts, stage_one, pattern, vocab_size - len(special_tokens) - transition,
+    # Stage one may stop early (no pair reaches min_frequency): stage two fills the rest.
+    merges = superword_merges(superword_counts, stage_one, pattern,
+                              vocab_size - len(special_tokens) - 256 - len(stage_one),
                               min_frequency=min_frequency, progress=progress, checkpoint=checkpoint,
                               checkpoint_every=checkpoint_every)
     clash = special_token_clash(special_tokens, vocabulary_bytes(merges))
