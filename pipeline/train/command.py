@@ -47,6 +47,7 @@ from pipeline.train.resume import (
 from pipeline.runners import committed_counters, describe_runner, pipeline_options
 from pipeline.train import sources
 from pipeline.train import extend
+from pipeline.train import superwords
 from pipeline.train.stats import TrainStats, summary_lines
 from pipeline.train.word_counts import (
     SOURCE_COUNTS_SCHEMA, WORD_COUNTS_FILE, WORD_COUNTS_SCHEMA, read_word_counts, word_count_table,
@@ -99,6 +100,7 @@ SETTINGS = {
     "extend": Setting("str"),
     "new_tokens": Setting("int"),
     "tokenizer_preset": Setting("str"),
+    "superword_transition": Setting("int"),
 }
 
 
@@ -153,6 +155,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=h("checkpoint_every", f"save the merges so far to {CHECKPOINT_FILE} this often"))
     sources.add_arguments(parser)
     extend.add_arguments(parser)
+    superwords.add_arguments(parser)
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
@@ -298,6 +301,8 @@ def _merge_phase(args: argparse.Namespace, table: dict, checkpoint: Checkpoint, 
     checkpoint.save(resume_from)  # from here on, --resume continues these merges
     if base is not None:
         return extend.learn(args, base, table, resume_from, checkpoint, stats)
+    if superwords.wanted(args):
+        return superwords.learn(args, table, resume_from, checkpoint, stats)
     train_started = time.monotonic()
     try:
         with sigterm_as_interrupt():
@@ -432,6 +437,8 @@ def run_count_job(args: argparse.Namespace, output: str, options, files: int | N
             shard_name_template="",
         )
     )
+    if superwords.wanted(args):
+        superwords.count(texts, output)
     read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(output)
     kept = (f"no counts are kept in {output} (the next run removes the leftovers): rerun the same command, "
             "with or without --resume, to count again")
@@ -462,6 +469,7 @@ def _check_settings(args: argparse.Namespace) -> str:
     """Checks every value that does not need the file system; returns the output dir."""
     sources.check_settings(args)
     extend.check_settings(args)
+    superwords.check_settings(args)
     if args.vocab_size is None and not args.extend:
         raise UserError("--vocab-size is required (or --extend BASE --new-tokens K)")
     if not args.output:

@@ -70,6 +70,8 @@ def count_settings(args: argparse.Namespace, files: list[str], runs_of: str | No
         # The sources decide the table's rows, and with --min-word-count (weighted) which pieces stay.
         **sources.settings(args),
         "runs_of": runs_of,
+        # The stage-two pieces are counted too (``pipeline.train.superwords``); only then the key is there.
+        **({"superwords": True} if getattr(args, "superword_transition", None) is not None else {}),
     }
 
 
@@ -230,6 +232,8 @@ class Checkpoint:
             "global_merges": args.global_merges or 0,
             **sources.settings(args),
             "extend": base.sha256 if base is not None else None,
+            # Stage one's merges end at the transition; a checkpoint of another is another run.
+            "superword_transition": getattr(args, "superword_transition", None),
         }
         self.base = base
         self.wanted = {"vocab_size": args.vocab_size, "special_tokens": list(args.special_token)}
@@ -250,6 +254,7 @@ class Checkpoint:
         data.setdefault("tie_break", "bytes")  # checkpoints of versions before --tie-break
         for key, value in (("parity", False), ("global_merges", 0), ("source_field", None), ("source_weight", None)):
             data.setdefault(key, value)  # and before sources
+        data.setdefault("superword_transition", None)  # and before superwords
         for key, value in self.settings.items():
             if data.get(key) != value:
                 what = "another word-count table" if key == "word_counts" else (
