@@ -15,22 +15,19 @@ merge loops take.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
-from bpe.encoder import PieceEncoder
 from bpe.pretokenize import PreTokenizer
 from bpe.reference import check_count, piece_bytes
 
-Pair = tuple[int, int]
 
-
-def piece_runs(piece: bytes, encoder: PieceEncoder, pretokenizer: PreTokenizer,
+def piece_runs(piece: bytes, encode: Callable[[bytes], Sequence[int]], pretokenizer: PreTokenizer,
                token_length: Sequence[int]) -> list[str]:
     """The runs of two or more whole tokens in one stage-two piece, as ID strings.
 
     Args:
       piece: a stage-two piece.
-      encoder: the stage-one merges' encoder (pair-rank order over the whole piece).
+      encode: stage one's encoding of a piece (its merges in pair-rank order over the whole piece).
       pretokenizer: stage one's pre-tokenizer.
       token_length: the length in bytes of every stage-one token, by ID.
     """
@@ -44,7 +41,7 @@ def piece_runs(piece: bytes, encoder: PieceEncoder, pretokenizer: PreTokenizer,
     runs = []
     run: list[str] = []
     start = 0
-    for token in encoder.encode_bytes(piece):
+    for token in encode(piece):
         end = start + token_length[token]
         at = boundary.get(start)
         if at is not None and boundary.get(end) == at + 1:
@@ -59,29 +56,28 @@ def piece_runs(piece: bytes, encoder: PieceEncoder, pretokenizer: PreTokenizer,
     return runs
 
 
-def count_candidates(piece_counts: Mapping[bytes | str, int], merges: Sequence[Pair],
-                     pattern: str) -> dict[str, int]:
+def count_candidates(piece_counts: Mapping[bytes | str, int], encode: Callable[[bytes], Sequence[int]],
+                     token_length: Sequence[int], pattern: str) -> dict[str, int]:
     """Counts the supermerge candidates of a table of stage-two pieces.
 
     Args:
       piece_counts: stage-two piece -> count (``rules.STAGE_TWO_PATTERN``'s pieces;
         a str piece is its UTF-8 bytes).
-      merges: the stage-one merges (merge ``i`` creates ID ``256 + i``).
-      pattern: stage one's pre-tokenizer.
+      encode: stage one's encoding of a piece: ``PieceEncoder(merges).encode_bytes``,
+        or an existing tokenizer's ``piece_encoder.encode_bytes`` when superwords
+        extend it.
+      token_length: the length in bytes of every token ``encode`` gives, by ID.
+      pattern: stage one's pre-tokenizer (the existing tokenizer's, when extending).
 
     Returns:
       run (ID string) -> total count of the pieces it occurs in, once per occurrence.
     """
-    encoder = PieceEncoder(merges, cache_size=0)
     pretokenizer = PreTokenizer(pattern)
-    token_length = [1] * 256
-    for left, right in merges:
-        token_length.append(token_length[left] + token_length[right])
     runs: dict[str, int] = {}
     for piece, count in piece_counts.items():
         check_count(piece, count)
         if not count:
             continue
-        for run in piece_runs(piece_bytes(piece), encoder, pretokenizer, token_length):
+        for run in piece_runs(piece_bytes(piece), encode, pretokenizer, token_length):
             runs[run] = runs.get(run, 0) + int(count)
     return runs

@@ -37,7 +37,7 @@ does with the tokenizer.json of a superword tokenizer.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from bpe import reference
 from bpe.pretokenize import PreTokenizer
@@ -69,17 +69,47 @@ def train(
     pretokenizer = PreTokenizer(pattern)
     stage_one_counts = Counter(piece for document in documents for piece in pretokenizer.pieces(document))
     merges = reference.train_bytes(stage_one_counts, max(0, transition - 256), min_frequency)
-
     token_bytes = [bytes([b]) for b in range(256)]
     for left, right in merges:
         token_bytes.append(token_bytes[left] + token_bytes[right])
+    stage_two = extend(documents, lambda piece: reference.encode_bytes(piece, merges), token_bytes, pattern,
+                       vocab_size - 256 - len(merges), min_frequency)
+    return merges + stage_two
+
+
+def extend(
+    documents: Iterable[bytes | str],
+    encode: Callable[[bytes], Sequence[int]],
+    token_bytes: Sequence[bytes],
+    pattern: str,
+    num_merges: int,
+    min_frequency: int = 2,
+) -> list[Pair]:
+    """Stage two on top of existing tokens: stage one's, or an existing tokenizer's (``train --extend
+    BASE --superword-merges K``).
+
+    Args:
+      documents: the training text, one document per entry (str is UTF-8).
+      encode: the existing tokens' encoding of a piece (their merges in pair-rank order over the piece).
+      token_bytes: the bytes of every existing ID; new IDs follow from ``len(token_bytes)``.
+      pattern: the pre-tokenizer the existing tokens were learned with (which tokens are whole).
+      num_merges: how many merges to learn at most.
+      min_frequency: stop when the best pair occurs fewer times.
+
+    Returns:
+      The new merges in learned order as (left_id, right_id); merge ``i`` creates ID
+      ``len(token_bytes) + i``.
+    """
+    token_bytes = list(token_bytes)
+    pretokenizer = PreTokenizer(pattern)
     stage_two = PreTokenizer(STAGE_TWO_PATTERN)
     pieces = [
-        _whole_tokens(piece, merges, pretokenizer, token_bytes)
+        _whole_tokens(piece, encode, pretokenizer, token_bytes)
         for document in documents
         for piece in stage_two.pieces(document)
     ]
-    while 256 + len(merges) < vocab_size:
+    merges: list[Pair] = []
+    while len(merges) < num_merges:
         pair_counts: Counter = Counter()
         for ids, whole in pieces:
             for i in range(len(ids) - 1):
@@ -96,16 +126,16 @@ def train(
         best = max(candidates, key=lambda pair: (pair_counts[pair], token_bytes[pair[0]], token_bytes[pair[1]]))
         if pair_counts[best] < min_frequency:
             break
-        new_id = 256 + len(merges)
+        new_id = len(token_bytes)
         merges.append(best)
         token_bytes.append(token_bytes[best[0]] + token_bytes[best[1]])
         pieces = [_merge_whole(ids, whole, best, new_id) for ids, whole in pieces]
     return merges
 
 
-def _whole_tokens(piece: bytes, merges: Sequence[Pair], pretokenizer: PreTokenizer,
+def _whole_tokens(piece: bytes, encode: Callable[[bytes], Sequence[int]], pretokenizer: PreTokenizer,
                   token_bytes: Sequence[bytes]) -> tuple[list[int], list[bool]]:
-    """A stage-two piece encoded with the stage-one merges, and which of its tokens are whole
+    """A stage-two piece encoded with the existing tokens, and which of its tokens are whole
     (spell exactly one pretoken of the piece)."""
     pretokens = pretokenizer.pieces(piece)
     spans = set()
@@ -113,7 +143,7 @@ def _whole_tokens(piece: bytes, merges: Sequence[Pair], pretokenizer: PreTokeniz
     for pretoken in pretokens:
         spans.add((start, start + len(pretoken)))
         start += len(pretoken)
-    ids = reference.encode_bytes(piece, merges)
+    ids = list(encode(piece))
     whole = []
     start = 0
     for token in ids:

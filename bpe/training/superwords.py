@@ -14,14 +14,17 @@ as the reference does.
 
 from __future__ import annotations
 
+import json
 from typing import Callable, Mapping, Sequence
 
 from bpe.decoder import vocabulary_bytes
+from bpe.encoder import PieceEncoder
 from bpe.pretokenize import compile_pattern
 from bpe.superwords.candidates import count_candidates
 from bpe.superwords.rules import STAGE_TWO_PATTERN, refused
 from bpe.tokenizer import Tokenizer, check_special_tokens
 from bpe.tokenizer_file.render import special_token_clash
+from bpe.training import extension
 from bpe.training.merge_loop import MergeLoop
 from bpe.training.trainer import _run_loop, train_merges, vocab_size_problem
 
@@ -46,31 +49,35 @@ class SuperwordMergeLoop(MergeLoop):
 
 def superword_merges(
     superword_counts: Mapping[bytes | str, int],
-    stage_one: Sequence[Pair],
+    encode: Callable[[bytes], Sequence[int]],
+    token_bytes: Sequence[bytes],
     pattern: str,
     num_merges: int,
     min_frequency: int = 2,
     progress: bool | None = None,
     checkpoint: Callable[[list[Pair]], None] | None = None,
     checkpoint_every: float = 30.0,
+    merges: Sequence[Pair] = (),
 ) -> list[Pair]:
-    """Learns stage two's merges after ``stage_one``.
+    """Learns stage two's merges on top of the tokens that exist (stage one's, or an existing tokenizer's).
 
     Args:
       superword_counts: stage-two piece -> count, counted with ``rules.STAGE_TWO_PATTERN``.
-      stage_one: the stage-one merges.
-      pattern: stage one's pre-tokenizer (which tokens are whole).
+      encode: the existing tokens' encoding of one piece (pair-rank over the whole piece).
+      token_bytes: the bytes of every existing ID (``extension.spelled_bytes`` for a
+        tokenizer with gaps or special tokens); new IDs follow from ``len(token_bytes)``.
+      pattern: the pre-tokenizer the existing tokens were learned with (which tokens are whole).
       num_merges: how many stage-two merges to learn at most.
       min_frequency: stop as soon as the best pair occurs fewer times than this.
       progress, checkpoint, checkpoint_every: as for ``trainer.train_merges``; a
-        checkpoint holds the stage-one merges followed by the stage-two ones.
+        checkpoint holds ``merges`` followed by the stage-two ones.
+      merges: the merges learned before (stage one's), kept at the head of the result.
 
     Returns:
-      All merges: ``stage_one`` followed by the new ones.
+      ``merges`` followed by the new ones.
     """
-    merges = list(stage_one)
-    runs = count_candidates(superword_counts, merges, pattern)
-    token_bytes = vocabulary_bytes(merges)
+    merges = list(merges)
+    runs = count_candidates(superword_counts, encode, [len(data) for data in token_bytes], pattern)
     words, counts = list(runs), list(runs.values())
     del runs
 
@@ -133,10 +140,11 @@ def train_superwords(
                              resume_from=list(resume_from)[:stage_one_merges], checkpoint=checkpoint,
                              checkpoint_every=checkpoint_every)
     # Stage one may stop early (no pair reaches min_frequency): stage two fills the rest.
-    merges = superword_merges(superword_counts, stage_one, pattern,
+    merges = superword_merges(superword_counts, PieceEncoder(stage_one, cache_size=0).encode_bytes,
+                              vocabulary_bytes(stage_one), pattern,
                               vocab_size - len(special_tokens) - 256 - len(stage_one),
                               min_frequency=min_frequency, progress=progress, checkpoint=checkpoint,
-                              checkpoint_every=checkpoint_every)
+                              checkpoint_every=checkpoint_every, merges=stage_one)
     clash = special_token_clash(special_tokens, vocabulary_bytes(merges))
     if clash:
         raise ValueError(clash)
@@ -155,3 +163,65 @@ def transition_problem(vocab_size: int, transition: int, special_tokens: int) ->
         return (f"the superword transition {transition} must lie between 256 and the vocabulary size without "
                 f"special tokens ({vocab_size - special_tokens})")
     return None
+
+
+def extend_superwords(
+    base: Tokenizer,
+    superword_counts: Mapping[bytes | str, int],
+    num_merges: int,
+    min_frequency: int = 2,
+    progress: bool | None = None,
+    checkpoint: Callable[[list[Pair]], None] | None = None,
+    checkpoint_every: float = 30.0,
+) -> Tokenizer:
+    """Adds superword merges to an existing tokenizer: stage two with the base as stage one.
+
+    Every base token (ordinary, special) keeps its ID and bytes; the new tokens take
+    the IDs after the base's largest, in learned order (the contract of
+    ``bpe.training.extension``). The extended tokenizer pre-tokenizes with the
+    stage-two regex instead of the base's pattern, so the base's merges now run
+    over stage-two pieces: where one of them joins the end of one base piece to
+    the start of the next (a whitespace token and the space before a word, say),
+    the base's tokens of that text change; elsewhere they are the base's, and
+    expanding the new tokens (``extension.expand``) gives them back.
+
+    Args:
+      base: the tokenizer to extend; one that normalizes text or matches added
+        tokens inside it is refused (its pieces are not plain regex pieces).
+      superword_counts: stage-two piece -> count, counted with ``rules.STAGE_TWO_PATTERN``.
+      num_merges: how many superword merges to learn at most.
+      min_frequency, progress, checkpoint, checkpoint_every: as for ``superword_merges``.
+
+    Returns:
+      The extended tokenizer; its new merges are ``merges[-k:]``, k the number learned.
+
+    Raises:
+      ValueError: a base that cannot be extended with superwords, or whose extension has
+        no exact tokenizer.json.
+    """
+    problem = superword_base_problem(base)
+    if problem:
+        raise ValueError(problem)
+    merges = superword_merges(superword_counts, base.piece_encoder.encode_bytes, extension.spelled_bytes(base),
+                              base.pattern, num_merges, min_frequency=min_frequency, progress=progress,
+                              checkpoint=checkpoint, checkpoint_every=checkpoint_every)
+    return superword_extension(base, merges)
+
+
+def superword_base_problem(base: Tokenizer) -> str | None:
+    """Why ``base`` cannot take superword merges (one line), or None."""
+    if base.pattern is None:
+        return "its pre-tokenizer is a chain of steps, not one regex"
+    if base.normalizer is not None or base.added_tokens:
+        return "it normalizes text or matches added tokens inside it, which stage two's pieces would cut"
+    return None
+
+
+def superword_extension(base: Tokenizer, merges: Sequence[Pair]) -> Tokenizer:
+    """The base with the new ``merges``, pre-tokenizing with the stage-two regex."""
+    if base.kind == "beam-bpe" and not base.special_tokens:
+        return Tokenizer([*base.merges, *merges], pattern=STAGE_TWO_PATTERN)
+    spec = json.loads(extension.extended_tokenizer(base, merges).to_json())
+    # The stage-two pre-tokenizer exactly as our own files write it.
+    spec["pre_tokenizer"] = json.loads(Tokenizer([], pattern=STAGE_TWO_PATTERN).to_json())["pre_tokenizer"]
+    return Tokenizer.from_json(json.dumps(spec, ensure_ascii=False))

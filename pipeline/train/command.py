@@ -101,6 +101,7 @@ SETTINGS = {
     "new_tokens": Setting("int"),
     "tokenizer_preset": Setting("str"),
     "superword_transition": Setting("int"),
+    "superword_merges": Setting("int"),
 }
 
 
@@ -164,6 +165,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     config_flags = resolve(args, SETTINGS, args.config)
     output = _check_settings(args)
     base = extend.load_base(args) if args.extend else None
+    superwords.check_base(args, base)
     options = pipeline_options([*config_flags, *beam_args])
     given_table, given_id = _given_word_counts(args, base) if args.word_counts else (None, None)  # bad: fail now
     files = [] if args.word_counts else _match(args.input)
@@ -213,7 +215,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         )
         return 128 + signum
     _check_vocabulary_reached(args, tokenizer, checkpoint, stats)
-    if base is not None:
+    if base is not None and not superwords.wanted(args):  # a rank file's preset has no stage-two regex
         extend.write_rank_file(base, tokenizer, output, stats)
     _write_results(tokenizer, output, stats, started, checkpoint)
     return 0
@@ -299,10 +301,10 @@ def _merge_phase(args: argparse.Namespace, table: dict, checkpoint: Checkpoint, 
     resume_from = checkpoint.load() if args.resume else []
     stats.resumed_from_merges = len(resume_from)
     checkpoint.save(resume_from)  # from here on, --resume continues these merges
+    if superwords.wanted(args):
+        return superwords.learn(args, base, table, resume_from, checkpoint, stats)
     if base is not None:
         return extend.learn(args, base, table, resume_from, checkpoint, stats)
-    if superwords.wanted(args):
-        return superwords.learn(args, table, resume_from, checkpoint, stats)
     train_started = time.monotonic()
     try:
         with sigterm_as_interrupt():
@@ -468,8 +470,8 @@ def _check_misspelled_flags(beam_args: list[str]) -> None:
 def _check_settings(args: argparse.Namespace) -> str:
     """Checks every value that does not need the file system; returns the output dir."""
     sources.check_settings(args)
+    superwords.check_settings(args)  # first: --superword-merges K gives --extend its --new-tokens K
     extend.check_settings(args)
-    superwords.check_settings(args)
     if args.vocab_size is None and not args.extend:
         raise UserError("--vocab-size is required (or --extend BASE --new-tokens K)")
     if not args.output:

@@ -27,7 +27,7 @@ from bpe.training.extension import check_extension_merges
 from bpe.training.trainer import check_merges
 from pipeline import outputs
 from pipeline.errors import UserError
-from pipeline.train import sources
+from pipeline.train import sources, superwords
 from pipeline.train.stats import COUNTED, TrainStats
 from pipeline.train.word_counts import num_rows
 
@@ -71,7 +71,7 @@ def count_settings(args: argparse.Namespace, files: list[str], runs_of: str | No
         **sources.settings(args),
         "runs_of": runs_of,
         # The stage-two pieces are counted too (``pipeline.train.superwords``); only then the key is there.
-        **({"superwords": True} if getattr(args, "superword_transition", None) is not None else {}),
+        **({"superwords": True} if superwords.wanted(args) else {}),
     }
 
 
@@ -232,8 +232,9 @@ class Checkpoint:
             "global_merges": args.global_merges or 0,
             **sources.settings(args),
             "extend": base.sha256 if base is not None else None,
-            # Stage one's merges end at the transition; a checkpoint of another is another run.
+            # Stage one ends at the transition, and superword merges are not an ordinary extension's.
             "superword_transition": getattr(args, "superword_transition", None),
+            "superword_merges": bool(getattr(args, "superword_merges", None)),
         }
         self.base = base
         self.wanted = {"vocab_size": args.vocab_size, "special_tokens": list(args.special_token)}
@@ -254,7 +255,8 @@ class Checkpoint:
         data.setdefault("tie_break", "bytes")  # checkpoints of versions before --tie-break
         for key, value in (("parity", False), ("global_merges", 0), ("source_field", None), ("source_weight", None)):
             data.setdefault(key, value)  # and before sources
-        data.setdefault("superword_transition", None)  # and before superwords
+        for key, value in (("superword_transition", None), ("superword_merges", False)):
+            data.setdefault(key, value)  # and before superwords
         for key, value in self.settings.items():
             if data.get(key) != value:
                 what = "another word-count table" if key == "word_counts" else (

@@ -3,15 +3,19 @@ reference's merges, stage two's rules hold, and the tokenizer encodes as the ref
 
 from collections import Counter
 
+import pytest
+import tokenizers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import bpe
 from bpe.decoder import vocabulary_bytes
 from bpe.pretokenize import PreTokenizer
 from bpe.superwords import reference
 from bpe.superwords.rules import STAGE_TWO_PATTERN, MAX_WORDS, is_superword, refused, word_count
-from bpe.training.superwords import train_superwords, transition_problem
-from tests.support.real_text import MULTILINGUAL_LINES, man_pages
+from bpe.training import extension
+from bpe.training.superwords import extend_superwords, train_superwords, transition_problem
+from tests.support.real_text import MULTILINGUAL_LINES, cl100k_rank_file, man_pages, stdlib_lines
 
 # Few distinct words, so phrases repeat and stage two has pairs to merge; digits,
 # punctuation runs, colons, line breaks and non-ASCII exercise the stage-two splits.
@@ -79,3 +83,65 @@ def test_real_multilingual_text_matches_reference():
     tokenizer = train_superwords(*tables(docs, "o200k"), 256 + 250, 256 + 150, "o200k", progress=False)
     assert tokenizer.merges == expected
     assert any(is_superword(token) for token in vocabulary_bytes(expected)[256 + 150:])
+
+
+# --- Superwords added to an existing tokenizer -------------------------------------------------
+
+
+def small_base(docs, merges, specials):
+    """Ours, trained on ``docs``, with ``specials`` after its merges."""
+    return bpe.train(Counter(p for doc in docs for p in PreTokenizer("gpt2").pieces(doc)), 256 + merges + len(specials),
+                     special_tokens=specials)
+
+
+def stage_two_counts(docs):
+    return Counter(piece for doc in docs for piece in PreTokenizer(STAGE_TWO_PATTERN).pieces(doc))
+
+
+def base_ids_of(base, text):
+    """What the extension's expansion gives back: the base's merges over each stage-two piece."""
+    return [i for piece in PreTokenizer(STAGE_TWO_PATTERN).pieces(text) for i in base.piece_encoder.encode_bytes(piece)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(docs=documents(), base_merges=st.integers(0, 30), new=st.integers(0, 30), min_frequency=st.integers(1, 3),
+       specials=st.sampled_from([[], ["<|e|>"]]))
+def test_extension_matches_reference_and_keeps_every_base_id(docs, base_merges, new, min_frequency, specials):
+    base = small_base(docs, base_merges, specials)
+    extended = extend_superwords(base, stage_two_counts(docs), new, min_frequency, progress=False)
+    first = base.vocab_size
+    expected = reference.extend(docs, base.piece_encoder.encode_bytes, extension.spelled_bytes(base), base.pattern,
+                                new, min_frequency)
+    learned = extended.merges[len(extended.merges) - len(expected):] if expected else []
+    assert learned == expected and extended.vocab_size == first + len(expected)
+    assert extended.special_tokens == base.special_tokens
+    for token_id, data in base.ordinary_tokens().items():
+        assert extended.token_bytes(token_id) == data
+    for doc in docs[:3]:
+        ids = extended.encode(doc)
+        assert extension.expand(ids, expected, first) == base_ids_of(base, doc)
+        assert extended.decode_bytes(ids) == doc.encode()
+
+
+def test_extending_cl100k_keeps_its_ids_and_hugging_face_agrees(tmp_path):
+    rank_file = cl100k_rank_file()
+    if rank_file is None:
+        pytest.skip("tiktoken's cl100k rank file is not installed")
+    base = bpe.Tokenizer.load(rank_file, preset="cl100k_base")
+    docs = [line.decode() for line in stdlib_lines()[:2000]]
+    extended = extend_superwords(base, stage_two_counts(docs), 60, progress=False)
+    new = extended.merges[-60:]
+    assert new == reference.extend(docs, base.piece_encoder.encode_bytes, extension.spelled_bytes(base),
+                                   base.pattern, 60)
+    assert extended.special_tokens == base.special_tokens
+    assert any(is_superword(extended.token_bytes(base.vocab_size + i)) for i in range(60))
+    hf = tokenizers.Tokenizer.from_file(extended.save(str(tmp_path)))
+    changed = 0
+    for text in [line.decode() for line in stdlib_lines()[-300:]] + list(MULTILINGUAL_LINES):
+        ids = extended.encode(text)
+        assert hf.encode(text, add_special_tokens=False).ids == ids
+        expanded = extension.expand(ids, new, base.vocab_size)
+        assert expanded == base_ids_of(base, text) and extended.decode(ids) == text
+        changed += expanded != base.encode(text)
+    # cl100k's merges cross its own piece boundaries on a few lines only (whitespace runs before a word).
+    assert changed < 30

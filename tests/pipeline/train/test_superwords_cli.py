@@ -1,4 +1,4 @@
-"""``beam-bpe train --superword-transition T`` end to end: the count job's stage-two table is
+"""``beam-bpe train --superword-transition T`` and ``--extend BASE --superword-merges K`` end to end: the count job's stage-two table is
 exact (with one worker or two), the merges are the whole-document reference's, tokenizer.json
 gives the same IDs in Hugging Face tokenizers on held-out text and decodes losslessly, --resume,
 --word-counts, and the flags that do not go together."""
@@ -15,6 +15,7 @@ import tokenizers
 import bpe
 from bpe.superwords import reference
 from bpe.superwords.rules import STAGE_TWO_PATTERN, is_superword
+from bpe.training import extension
 from pipeline.train.resume import Checkpoint, fingerprint
 from tests.support.cli import IN_MEMORY, train
 from tests.support.outputs import stats
@@ -146,3 +147,53 @@ def test_flags_that_do_not_go_together_are_one_line(flags, message, corpus, tmp_
     assert train(*argv, *flags) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
+
+
+# --- train --extend BASE --superword-merges K ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    """Ours with a special token, trained on other text: the new IDs come after it."""
+    output = tmp_path_factory.mktemp("base")
+    docs = [line for line in stdlib_lines()[400:1400] if line.strip()]
+    return bpe.train(plain_count(docs), 600, special_tokens=["<|endoftext|>"]).save(str(output))
+
+
+def test_superword_merges_extend_a_base_keeping_its_ids(corpus, base, tmp_path, capsys):
+    output = str(tmp_path / "extended")
+    assert train("--extend", base, "--superword-merges", "30", "--input", corpus, "--output", output,
+                 *IN_MEMORY) == 0
+    assert "new tokens; the counted pieces take" in capsys.readouterr().err
+    base_tok, extended = bpe.Tokenizer.load(base), bpe.Tokenizer.load(output)
+    first = base_tok.vocab_size
+    expected = reference.extend(lines(), base_tok.piece_encoder.encode_bytes, extension.spelled_bytes(base_tok),
+                                base_tok.pattern, 30)
+    assert extended.merges[-30:] == expected and extended.vocab_size == first + 30
+    assert extended.special_tokens == base_tok.special_tokens
+    assert all(extended.token_bytes(i) == data for i, data in base_tok.ordinary_tokens().items())
+    theirs = tokenizers.Tokenizer.from_file(os.path.join(output, "tokenizer.json"))
+    for text in held_out():
+        ids = extended.encode(text)
+        assert theirs.encode(text, add_special_tokens=False).ids == ids
+        assert extended.decode(ids) == text
+        assert extended.decode_bytes(extension.expand(ids, expected, first)) == text.encode()
+    data = stats(output)
+    assert data["merges"] == 30 and data["tokens_after"] < data["tokens_before"]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--new-tokens", "5"], "--new-tokens does not go with --superword-merges"),
+    (["--superword-transition", "300"], "do not go together"),
+])
+def test_superword_merges_refuses_what_does_not_go_with_it(flags, message, corpus, base, tmp_path, capsys):
+    assert train("--extend", base, "--superword-merges", "30", "--input", corpus, "--output", str(tmp_path / "x"),
+                 *flags) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+
+
+def test_superword_merges_needs_extend(corpus, tmp_path, capsys):
+    assert train("--superword-merges", "30", "--vocab-size", "400", "--input", corpus, "--output",
+                 str(tmp_path / "x")) == 2
+    assert "--superword-merges goes with --extend" in capsys.readouterr().err
