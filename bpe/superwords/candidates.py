@@ -11,13 +11,30 @@ counts of the whole documents, in a table far smaller than the documents
 
 Runs are ID strings, one character per token ID (``chr(id)``), the form the
 merge loops take.
+
+Two ways to find a piece's runs, one result:
+
+- ``piece_runs`` encodes the whole piece with stage one's merges, as the
+  definition says, and compares token spans with pretoken spans. It is exact for
+  any encoder, and slow: almost every stage-two piece is new.
+- ``StageOneRuns`` (when stage one's merge list is at hand) encodes each pretoken
+  once, from a cache, and joins the encodings. That is the whole piece's encoding
+  unless some merge joins a token at the end of one pretoken to one at the start
+  of the next. Before any such merge, every pretoken evolves as it does alone, so
+  the tokens that can meet at a boundary are the nodes of the last token's right
+  spine (the token, its right part, that part's right part, ... down to a byte)
+  and of the next first token's left spine. When no pair of those is a merge, at
+  every boundary, the joined encodings are the piece's; otherwise the piece goes
+  to ``piece_runs``. A token is then whole exactly when its pretoken encodes to
+  it alone.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
 
-from bpe.pretokenize import PreTokenizer
+from bpe.encoder import PieceEncoder
+from bpe.pretokenize import PreTokenizer, to_text
 from bpe.reference import check_count, piece_bytes
 
 
@@ -56,28 +73,99 @@ def piece_runs(piece: bytes, encode: Callable[[bytes], Sequence[int]], pretokeni
     return runs
 
 
-def count_candidates(piece_counts: Mapping[bytes | str, int], encode: Callable[[bytes], Sequence[int]],
-                     token_length: Sequence[int], pattern: str) -> dict[str, int]:
+class StageOneRuns:
+    """``piece_runs`` for stage one's own merges, from per-pretoken encodings (see the module doc).
+
+    Args:
+      merges: stage one's merges (merge ``i`` creates ID ``256 + i``).
+      pattern: stage one's pre-tokenizer.
+    """
+
+    def __init__(self, merges: Sequence[tuple[int, int]], pattern: str):
+        self._encoder = PieceEncoder(merges, cache_size=0)
+        self._pretokenizer = PreTokenizer(pattern)
+        self._split = self._pretokenizer.split
+        self._token_length = [1] * 256
+        # Each token's spines, as tuples: (the token, its part on that side, that part's, ...).
+        self._left_spine: list[tuple[int, ...]] = [(b,) for b in range(256)]
+        self._right_spine: list[tuple[int, ...]] = [(b,) for b in range(256)]
+        # left token -> the right tokens it merges with.
+        self._partners: dict[int, set[int]] = {}
+        for i, (left, right) in enumerate(merges):
+            token = 256 + i
+            self._token_length.append(self._token_length[left] + self._token_length[right])
+            self._left_spine.append((token, *self._left_spine[left]))
+            self._right_spine.append((token, *self._right_spine[right]))
+            self._partners.setdefault(left, set()).add(right)
+        # pretoken -> (its single token or -1, its first token, its last token)
+        self._pretokens: dict[str, tuple[int, int, int]] = {}
+        # (last token of a pretoken, first token of the next) -> whether no merge can join them
+        self._apart: dict[tuple[int, int], bool] = {}
+
+    def __call__(self, piece: bytes) -> list[str]:
+        """The runs of ``piece``, as ``piece_runs`` gives them."""
+        text, errors = to_text(piece)
+        if errors != "strict":  # escaped bytes: a str pretoken would not say which bytes it stands for
+            return self._exact(piece)
+        pretokens = self._pretokens
+        entries = []
+        for pretoken in self._split(text):
+            entry = pretokens.get(pretoken)
+            if entry is None:
+                ids = self._encoder.encode_bytes(pretoken.encode("utf-8"))
+                entry = pretokens[pretoken] = (ids[0] if len(ids) == 1 else -1, ids[0], ids[-1])
+            entries.append(entry)
+        apart = self._apart
+        for before, after in zip(entries, entries[1:]):
+            key = (before[2], after[1])
+            separate = apart.get(key)
+            if separate is None:
+                separate = apart[key] = self._never_joined(*key)
+            if not separate:
+                return self._exact(piece)
+        runs = []
+        run: list[str] = []
+        for single, _, _ in entries:
+            if single >= 0:
+                run.append(chr(single))
+            else:
+                if len(run) >= 2:
+                    runs.append("".join(run))
+                run = []
+        if len(run) >= 2:
+            runs.append("".join(run))
+        return runs
+
+    def _never_joined(self, last: int, first: int) -> bool:
+        """Whether no merge joins a token of ``last``'s right spine to one of ``first``'s left spine."""
+        left_spine = self._left_spine[first]
+        for token in self._right_spine[last]:
+            partners = self._partners.get(token)
+            if partners is not None and not partners.isdisjoint(left_spine):
+                return False
+        return True
+
+    def _exact(self, piece: bytes) -> list[str]:
+        return piece_runs(piece, self._encoder.encode_bytes, self._pretokenizer, self._token_length)
+
+
+def count_candidates(piece_counts: Mapping[bytes | str, int], runs_of: Callable[[bytes], list[str]]) -> dict[str, int]:
     """Counts the supermerge candidates of a table of stage-two pieces.
 
     Args:
       piece_counts: stage-two piece -> count (``rules.STAGE_TWO_PATTERN``'s pieces;
         a str piece is its UTF-8 bytes).
-      encode: stage one's encoding of a piece: ``PieceEncoder(merges).encode_bytes``,
-        or an existing tokenizer's ``piece_encoder.encode_bytes`` when superwords
-        extend it.
-      token_length: the length in bytes of every token ``encode`` gives, by ID.
-      pattern: stage one's pre-tokenizer (the existing tokenizer's, when extending).
+      runs_of: a piece's runs: ``StageOneRuns(merges, pattern)``, or ``piece_runs``
+        with an existing tokenizer's encoder when superwords extend it.
 
     Returns:
       run (ID string) -> total count of the pieces it occurs in, once per occurrence.
     """
-    pretokenizer = PreTokenizer(pattern)
     runs: dict[str, int] = {}
     for piece, count in piece_counts.items():
         check_count(piece, count)
         if not count:
             continue
-        for run in piece_runs(piece_bytes(piece), encode, pretokenizer, token_length):
+        for run in runs_of(piece_bytes(piece)):
             runs[run] = runs.get(run, 0) + int(count)
     return runs

@@ -14,13 +14,13 @@ as the reference does.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Callable, Mapping, Sequence
 
 from bpe.decoder import vocabulary_bytes
-from bpe.encoder import PieceEncoder
-from bpe.pretokenize import compile_pattern
-from bpe.superwords.candidates import count_candidates
+from bpe.pretokenize import PreTokenizer, compile_pattern
+from bpe.superwords.candidates import StageOneRuns, count_candidates, piece_runs
 from bpe.superwords.rules import STAGE_TWO_PATTERN, refused
 from bpe.tokenizer import Tokenizer, check_special_tokens
 from bpe.tokenizer_file.render import special_token_clash
@@ -49,9 +49,8 @@ class SuperwordMergeLoop(MergeLoop):
 
 def superword_merges(
     superword_counts: Mapping[bytes | str, int],
-    encode: Callable[[bytes], Sequence[int]],
+    runs_of: Callable[[bytes], list[str]],
     token_bytes: Sequence[bytes],
-    pattern: str,
     num_merges: int,
     min_frequency: int = 2,
     progress: bool | None = None,
@@ -63,10 +62,10 @@ def superword_merges(
 
     Args:
       superword_counts: stage-two piece -> count, counted with ``rules.STAGE_TWO_PATTERN``.
-      encode: the existing tokens' encoding of one piece (pair-rank over the whole piece).
+      runs_of: a stage-two piece's supermerge candidates with the existing tokens
+        (``bpe.superwords.candidates``).
       token_bytes: the bytes of every existing ID (``extension.spelled_bytes`` for a
         tokenizer with gaps or special tokens); new IDs follow from ``len(token_bytes)``.
-      pattern: the pre-tokenizer the existing tokens were learned with (which tokens are whole).
       num_merges: how many stage-two merges to learn at most.
       min_frequency: stop as soon as the best pair occurs fewer times than this.
       progress, checkpoint, checkpoint_every: as for ``trainer.train_merges``; a
@@ -77,7 +76,7 @@ def superword_merges(
       ``merges`` followed by the new ones.
     """
     merges = list(merges)
-    runs = count_candidates(superword_counts, encode, [len(data) for data in token_bytes], pattern)
+    runs = count_candidates(superword_counts, runs_of)
     words, counts = list(runs), list(runs.values())
     del runs
 
@@ -140,8 +139,7 @@ def train_superwords(
                              resume_from=list(resume_from)[:stage_one_merges], checkpoint=checkpoint,
                              checkpoint_every=checkpoint_every)
     # Stage one may stop early (no pair reaches min_frequency): stage two fills the rest.
-    merges = superword_merges(superword_counts, PieceEncoder(stage_one, cache_size=0).encode_bytes,
-                              vocabulary_bytes(stage_one), pattern,
+    merges = superword_merges(superword_counts, StageOneRuns(stage_one, pattern), vocabulary_bytes(stage_one),
                               vocab_size - len(special_tokens) - 256 - len(stage_one),
                               min_frequency=min_frequency, progress=progress, checkpoint=checkpoint,
                               checkpoint_every=checkpoint_every, merges=stage_one)
@@ -202,9 +200,11 @@ def extend_superwords(
     problem = superword_base_problem(base)
     if problem:
         raise ValueError(problem)
-    merges = superword_merges(superword_counts, base.piece_encoder.encode_bytes, extension.spelled_bytes(base),
-                              base.pattern, num_merges, min_frequency=min_frequency, progress=progress,
-                              checkpoint=checkpoint, checkpoint_every=checkpoint_every)
+    token_bytes = extension.spelled_bytes(base)
+    runs_of = functools.partial(piece_runs, encode=base.piece_encoder.encode_bytes,
+                                pretokenizer=PreTokenizer(base.pattern), token_length=list(map(len, token_bytes)))
+    merges = superword_merges(superword_counts, runs_of, token_bytes, num_merges, min_frequency=min_frequency,
+                              progress=progress, checkpoint=checkpoint, checkpoint_every=checkpoint_every)
     return superword_extension(base, merges)
 
 

@@ -1,6 +1,7 @@
 """Superword training (SuperBPE): the count-based trainer learns the whole-document
 reference's merges, stage two's rules hold, and the tokenizer encodes as the reference."""
 
+import functools
 from collections import Counter
 
 import pytest
@@ -10,12 +11,15 @@ from hypothesis import strategies as st
 
 import bpe
 from bpe.decoder import vocabulary_bytes
+from bpe.encoder import PieceEncoder
 from bpe.pretokenize import PreTokenizer
 from bpe.superwords import reference
+from bpe.superwords.candidates import StageOneRuns, piece_runs
 from bpe.superwords.rules import STAGE_TWO_PATTERN, MAX_WORDS, is_superword, refused, word_count
 from bpe.training import extension
 from bpe.training.superwords import extend_superwords, train_superwords, transition_problem
 from tests.support.real_text import MULTILINGUAL_LINES, cl100k_rank_file, man_pages, stdlib_lines
+from tests.support.toy_tokenizers import untrained_merges
 
 # Few distinct words, so phrases repeat and stage two has pairs to merge; digits,
 # punctuation runs, colons, line breaks and non-ASCII exercise the stage-two splits.
@@ -145,3 +149,22 @@ def test_extending_cl100k_keeps_its_ids_and_hugging_face_agrees(tmp_path):
         changed += expanded != base.encode(text)
     # cl100k's merges cross its own piece boundaries on a few lines only (whitespace runs before a word).
     assert changed < 30
+
+
+@settings(max_examples=300, deadline=None)
+@given(seed=st.integers(0, 10**6), count=st.integers(0, 60),
+       texts=st.lists(st.text(alphabet=" \n\tab,.:'1é", max_size=40), min_size=1, max_size=5),
+       pattern=st.sampled_from(["gpt2", "o200k"]))
+def test_stage_one_runs_equal_the_whole_piece_encoding(seed, count, texts, pattern):
+    """Random merges join tokens across pretoken boundaries (whitespace, apostrophes, punctuation):
+    the per-pretoken runs must still be the whole piece's, by detecting those pieces."""
+    import random
+
+    merges = untrained_merges(random.Random(seed), b" \n\tab,.:'1\xc3\xa9", count)
+    fast = StageOneRuns(merges, pattern)
+    token_length = [len(data) for data in vocabulary_bytes(merges)]
+    slow = functools.partial(piece_runs, encode=PieceEncoder(merges).encode_bytes,
+                             pretokenizer=PreTokenizer(pattern), token_length=token_length)
+    for text in texts:
+        for piece in PreTokenizer(STAGE_TWO_PATTERN).pieces(text) + [text.encode()]:
+            assert fast(piece) == slow(piece)
