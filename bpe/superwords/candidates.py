@@ -24,9 +24,10 @@ Two ways to find a piece's runs, one result:
   the tokens that can meet at a boundary are the nodes of the last token's right
   spine (the token, its right part, that part's right part, ... down to a byte)
   and of the next first token's left spine. When no pair of those is a merge, at
-  every boundary, the joined encodings are the piece's; otherwise the piece goes
-  to ``piece_runs``. A token is then whole exactly when its pretoken encodes to
-  it alone.
+  every boundary, the joined encodings are the piece's, and a token is whole
+  exactly when its pretoken encodes to it alone. Where a pair is a merge, the two
+  pretokens are encoded together, and the same check runs between such clusters
+  until it holds everywhere: the same argument, for clusters.
 """
 
 from __future__ import annotations
@@ -97,41 +98,87 @@ class StageOneRuns:
             self._left_spine.append((token, *self._left_spine[left]))
             self._right_spine.append((token, *self._right_spine[right]))
             self._partners.setdefault(left, set()).add(right)
-        # pretoken -> (its single token or -1, its first token, its last token)
-        self._pretokens: dict[str, tuple[int, int, int]] = {}
+        # pretoken -> (its single token or -1, its IDs)
+        self._pretokens: dict[str, tuple[int, tuple[int, ...]]] = {}
         # (last token of a pretoken, first token of the next) -> whether no merge can join them
-        self._apart: dict[tuple[int, int], bool] = {}
+        self._apart_cache: dict[tuple[int, int], bool] = {}
 
     def __call__(self, piece: bytes) -> list[str]:
         """The runs of ``piece``, as ``piece_runs`` gives them."""
         text, errors = to_text(piece)
         if errors != "strict":  # escaped bytes: a str pretoken would not say which bytes it stands for
             return self._exact(piece)
-        pretokens = self._pretokens
+        pretokens = self._split(text)
+        cache = self._pretokens
         entries = []
-        for pretoken in self._split(text):
-            entry = pretokens.get(pretoken)
+        for pretoken in pretokens:
+            entry = cache.get(pretoken)
             if entry is None:
-                ids = self._encoder.encode_bytes(pretoken.encode("utf-8"))
-                entry = pretokens[pretoken] = (ids[0] if len(ids) == 1 else -1, ids[0], ids[-1])
+                ids = tuple(self._encoder.encode_bytes(pretoken.encode("utf-8")))
+                entry = cache[pretoken] = (ids[0] if len(ids) == 1 else -1, ids)
             entries.append(entry)
-        apart = self._apart
         for before, after in zip(entries, entries[1:]):
-            key = (before[2], after[1])
-            separate = apart.get(key)
-            if separate is None:
-                separate = apart[key] = self._never_joined(*key)
-            if not separate:
-                return self._exact(piece)
+            if not self._apart(before[1][-1], after[1][0]):
+                return self._clustered(pretokens, entries)
         runs = []
         run: list[str] = []
-        for single, _, _ in entries:
+        for single, _ in entries:
             if single >= 0:
                 run.append(chr(single))
             else:
                 if len(run) >= 2:
                     runs.append("".join(run))
                 run = []
+        if len(run) >= 2:
+            runs.append("".join(run))
+        return runs
+
+    def _apart(self, last: int, first: int) -> bool:
+        """``_never_joined``, remembered."""
+        key = (last, first)
+        separate = self._apart_cache.get(key)
+        if separate is None:
+            separate = self._apart_cache[key] = self._never_joined(last, first)
+        return separate
+
+    def _clustered(self, pretokens: list[str], entries: list) -> list[str]:
+        """The runs of a piece where a merge may join two pretokens: neighbours that may be
+        joined are encoded together, until no merge can join any two such clusters (the
+        argument of the module doc, for clusters). Usually two or three pretokens, not the piece."""
+        clusters = [(k, k + 1, list(entry[1])) for k, entry in enumerate(entries)]  # (first, end, IDs)
+        joined = True
+        while joined:
+            joined = False
+            kept = [clusters[0]]
+            for cluster in clusters[1:]:
+                first, _, ids = kept[-1]
+                if self._apart(ids[-1], cluster[2][0]):
+                    kept.append(cluster)
+                else:
+                    data = "".join(pretokens[first : cluster[1]]).encode("utf-8")
+                    kept[-1] = (first, cluster[1], self._encoder.encode_bytes(data))
+                    joined = True
+            clusters = kept
+        runs = []
+        run: list[str] = []
+        for first, end, ids in clusters:
+            # A token is whole when it starts at a pretoken's start and ends at that pretoken's end.
+            end_of = {}
+            offset = 0
+            for k in range(first, end):
+                length = len(pretokens[k].encode("utf-8"))
+                end_of[offset] = offset + length
+                offset += length
+            offset = 0
+            for token in ids:
+                start = offset
+                offset += self._token_length[token]
+                if end_of.get(start) == offset:
+                    run.append(chr(token))
+                else:
+                    if len(run) >= 2:
+                        runs.append("".join(run))
+                    run = []
         if len(run) >= 2:
             runs.append("".join(run))
         return runs

@@ -152,19 +152,20 @@ def test_extending_cl100k_keeps_its_ids_and_hugging_face_agrees(tmp_path):
 
 
 @settings(max_examples=300, deadline=None)
-@given(seed=st.integers(0, 10**6), count=st.integers(0, 60),
-       texts=st.lists(st.text(alphabet=" \n\tab,.:'1é", max_size=40), min_size=1, max_size=5),
-       pattern=st.sampled_from(["gpt2", "o200k"]))
-def test_stage_one_runs_equal_the_whole_piece_encoding(seed, count, texts, pattern):
+@given(seed=st.integers(0, 10**6), count=st.integers(0, 120), pattern=st.sampled_from(["gpt2", "o200k"]))
+def test_stage_one_runs_equal_the_whole_piece_encoding(seed, count, pattern):
     """Random merges join tokens across pretoken boundaries (whitespace, apostrophes, punctuation):
     the per-pretoken runs must still be the whole piece's, by detecting those pieces."""
     import random
 
-    merges = untrained_merges(random.Random(seed), b" \n\tab,.:'1\xc3\xa9", count)
+    rng = random.Random(seed)
+    # A small alphabet: merges overlap, so joined pretokens meet further joins (clusters grow).
+    merges = untrained_merges(rng, b" \n'ab.\xc3\xa9", count)
     fast = StageOneRuns(merges, pattern)
     token_length = [len(data) for data in vocabulary_bytes(merges)]
     slow = functools.partial(piece_runs, encode=PieceEncoder(merges).encode_bytes,
                              pretokenizer=PreTokenizer(pattern), token_length=token_length)
-    for text in texts:
+    for _ in range(5):
+        text = "".join(rng.choice(" \n'ab.é") for _ in range(rng.randint(1, 30)))
         for piece in PreTokenizer(STAGE_TWO_PATTERN).pieces(text) + [text.encode()]:
             assert fast(piece) == slow(piece)
