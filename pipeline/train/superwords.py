@@ -118,7 +118,7 @@ def count(texts, output: str) -> None:
     """
     (
         texts
-        | "CountSuperwordPieces" >> CountPreTokenTables(STAGE_TWO_PATTERN, engine="regex")
+        | "CountSuperwordPieces" >> CountPreTokenTables(STAGE_TWO_PATTERN, engine="regex", step="count_superwords")
         | "SuperwordsToArrow" >> beam.Map(word_count_table).with_output_types(pa.Table)
         | "WriteSuperwordCounts" >> WriteParquetTables(
             FileSystems.join(output, SUPERWORD_COUNTS_FILE.removesuffix(".parquet")),

@@ -197,3 +197,10 @@ def test_superword_merges_needs_extend(corpus, tmp_path, capsys):
     assert train("--superword-merges", "30", "--vocab-size", "400", "--input", corpus, "--output",
                  str(tmp_path / "x")) == 2
     assert "--superword-merges goes with --extend" in capsys.readouterr().err
+
+
+def test_the_stats_count_the_documents_once(trained):
+    """The stage-two count reads the same documents; its counters are its own, not added to train's."""
+    data = stats(trained)
+    text = b"".join(lines())
+    assert data["documents"] == text.count(b"\n") and data["bytes"] == len(text)
