@@ -11,6 +11,7 @@ import shutil
 import pyarrow.parquet as pq
 import pytest
 import tokenizers
+import transformers
 
 import bpe
 from bpe.superwords import reference
@@ -85,9 +86,11 @@ def held_out():
 def test_hugging_face_gives_the_same_ids_and_decoding_is_lossless(trained):
     ours = bpe.Tokenizer.load(trained)
     theirs = tokenizers.Tokenizer.from_file(os.path.join(trained, "tokenizer.json"))
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_file=os.path.join(trained, "tokenizer.json"))
     for text in held_out():
         ids = ours.encode(text)
         assert theirs.encode(text, add_special_tokens=False).ids == ids
+        assert fast.encode(text, add_special_tokens=False) == ids
         assert ids == reference.encode(text, ours.merges)
         assert ours.decode(ids) == text
     # SuperBPE's released files pre-tokenize the same way: one Split with the stage-two regex, then ByteLevel.
