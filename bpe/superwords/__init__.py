@@ -7,9 +7,11 @@ merging adjacent tokens inside them up to the final vocabulary size.
 
 - ``rules``: stage two's regex and the tokens it refuses (more than four words,
   a colon followed by a space).
+- ``reference``: the algorithm over whole documents, written to be read:
+  ``train`` (both stages) and ``extend`` (stage two on an existing tokenizer).
 - ``candidates``: a stage-two piece cut into the runs of whole pretokens that
   stage two may merge, counted by frequency.
 
-``bpe/superwords/reference.py`` states the algorithm over whole documents;
-``bpe/training/superwords.py`` learns the same merges from the count tables.
+``bpe/training/superwords.py`` learns the reference's merges from the count
+tables, with no document in memory.
 """

@@ -9,7 +9,12 @@ the stage-one merges are known. Both tables come from one pass over the corpus.
 Stage two refuses the tokens ``bpe.superwords.rules.refused`` names, on top of
 the duplicate-bytes rule: its loop treats a refused token as one that exists
 already, so the pair is dropped when it surfaces and the next best is taken,
-as the reference does.
+as the reference does. That rule lives in the pure-Python merge loop only (the
+C loop knows existing bytes alone); stage two's table of candidates is small,
+and its few thousand merges take seconds there.
+
+``extend_superwords`` runs stage two on an existing tokenizer instead of stage
+one (``train --extend BASE --superword-merges K``).
 """
 
 from __future__ import annotations
