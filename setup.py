@@ -26,6 +26,7 @@ setup(
         # then the whole suite, and with the new version also under BEAM_BPE_PLAIN_BEAM=1.
         "apache-beam>=2.77,<2.78",
         "pyarrow>=14",
+        # Any release: where its Unicode tables differ from an engine's is measured, not assumed.
         "regex>=2023.0",
         "smart_open>=6.0",
         "tiktoken>=0.7",
@@ -35,8 +36,11 @@ setup(
     ],
     extras_require={
         # Optional accelerators: further engines, each used only where proven identical
-        # (bpe/accelerators/), pinned to the versions the differential tests cover.
-        "fast": ["gigatoken==0.10.0"],
+        # (bpe/accelerators/). What a release changes in their Unicode tables is measured
+        # where they run (bpe/accelerators/unicode_gaps.py), so no version is refused for
+        # its number; the bound keeps each to the release series whose interface the
+        # adapter calls (a 0.x minor release may rename it).
+        "fast": ["gigatoken>=0.10.0,<0.11"],
         "test": [
             "pytest>=7",
             "pytest-xdist>=3",  # the suite runs one process per core (README: -n auto)
@@ -54,9 +58,9 @@ setup(
             "moto[server]>=5.0",
             "boto3>=1.28",
             # The accelerators and the peers of the differential tests (tests/bpe/accelerators/test_accelerators.py).
-            "gigatoken==0.10.0",
-            "fastokens==0.3.5",
-            "splintr-rs==0.22.0",
+            "gigatoken>=0.10.0,<0.11",
+            "fastokens>=0.3.5,<0.4",
+            "splintr-rs>=0.22.0,<0.23",
             # What the loaders' own readers import besides torch: megatron-core's IndexedDataset
             # needs numpy alone; mosaicml-streaming's StreamingDataset these. The two packages
             # themselves are installed without their dependencies (torch, CUDA: GBs), by .ci/run

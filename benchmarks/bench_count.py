@@ -14,8 +14,9 @@ pages and Python sources from this machine), written as 8 JSON Lines shards:
   time from the workers' start to the table written. Goals: (b, 1 worker) >= 2x the throughput of (a);
   2 workers >= 1.8x 1 worker (needs 2 idle cores);
 * (c) ``beam-bpe train`` end to end (a subprocess, DirectRunner, 2 workers)
-  against HF ``tokenizers`` ``train_from_iterator`` on the same documents and
-  vocabulary. Goal: (c, beam-bpe) < (c, HF).
+  against HF ``tokenizers`` ``train_from_iterator`` and rustbpe's (when
+  installed: ``pip install rustbpe``) on the same documents, vocabulary and
+  pattern. Goals: (c, beam-bpe) < (c, HF), and under 0.6x rustbpe's time.
 
 Each timing is the best of ``--repeat`` runs (wall and CPU time taken from the
 same run). On a shared machine CPU time (this process and its finished
@@ -229,6 +230,23 @@ def main(argv: list[str] | None = None) -> None:
         hf_s = time.perf_counter() - started
         row(f"(c) HF tokenizers train_from_iterator, vocab {args.vocab_size}", hf_s, None, "all cores")
         print(f"beam-bpe train / HF time: {beam_s / hf_s:.2f}")
+        rust_s = rustbpe_train(docs, args.vocab_size, args.pattern)
+        if rust_s is not None:
+            row(f"(c) rustbpe train_from_iterator, vocab {args.vocab_size}", rust_s, None, "all cores")
+            print(f"beam-bpe train / rustbpe time: {beam_s / rust_s:.2f}")
+
+
+def rustbpe_train(docs: list[str], vocab_size: int, pattern: str) -> float | None:
+    """Seconds rustbpe takes to train on ``docs`` (its own counting included), or None
+    when it is not installed (a peer, installed only for benchmarks)."""
+    try:
+        import rustbpe
+    except ImportError:
+        print("(c) rustbpe: not installed (pip install rustbpe)")
+        return None
+    started = time.perf_counter()
+    rustbpe.Tokenizer().train_from_iterator(iter(docs), vocab_size, pattern=resolve_pattern(pattern))
+    return time.perf_counter() - started
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ A cached proof is what the driver hands to the workers, which still rebuild
 each engine and run its cheap checks (``engines.from_proof``), and
 ``--verify-fraction`` still compares a sample of documents with the reference.
 
-The cache lives in ``$BEAM_BPE_CACHE_DIR`` or ``~/.cache/beam-bpe`` (honouring
-``$XDG_CACHE_HOME``), one small JSON file per key under ``proofs/``. A cache
+The cache lives in ``bpe.cache_directory`` (``$BEAM_BPE_CACHE_DIR`` or
+``~/.cache/beam-bpe``), one small JSON file per key under ``proofs/``. A cache
 that cannot be read or written is no cache: the proof is made again, never
 trusted half-written (files are replaced atomically).
 """
@@ -27,21 +27,13 @@ from importlib import metadata
 
 from bpe import engines
 from bpe.atomic_write import replace_file
+from bpe.cache_directory import CACHE_VARIABLE, cache_directory
 from bpe.engines import EngineProof
 
 __all__ = ["CACHE_VARIABLE", "cache_directory", "cached", "proven"]
 
-CACHE_VARIABLE = "BEAM_BPE_CACHE_DIR"
 # The distributions whose versions can change what a proof concludes.
 _DISTRIBUTIONS = ("tiktoken", "regex", "gigatoken", "fastokens", "splintr-rs")
-
-
-def cache_directory() -> pathlib.Path:
-    """Where proofs are kept: ``$BEAM_BPE_CACHE_DIR``, else the user's cache directory."""
-    if os.environ.get(CACHE_VARIABLE):
-        return pathlib.Path(os.environ[CACHE_VARIABLE])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return pathlib.Path(base) / "beam-bpe"
 
 
 def proven(tokenizer) -> EngineProof:

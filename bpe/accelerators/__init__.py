@@ -6,19 +6,21 @@ Every adapter module here has the same two names:
     NAME = "gigatoken"
     def build(tokenizer, proven=False) -> tuple[engine | None, str]
 
-``build`` returns (None, a one-line reason) when the package is not installed
-or not a tested version, the pattern is not one the engine runs exactly, or its
-merge semantics could give other IDs for this vocabulary. Otherwise it returns
-an engine and why it qualifies (``proven``: a proof made for a tokenizer with
-this SHA-256 already passed; an adapter that runs an O(vocabulary) proof skips
-it). The engine's ``encode(text: str)`` gives the reference's
-``tokenizer.reference.encode(text)`` IDs (a list, an ``array("I")`` or a numpy array)
-for valid UTF-8 text: a ``str`` without lone surrogates, special-token strings
-being ordinary text. For a text it is not proven on, one holding a code point
-that its Unicode tables class differently from ``regex`` (``unicode_guard``),
-``encode`` returns None: that text goes to the next engine down. Engines
-pickle small (the vocabulary and the pattern) and rebuild the native object
-where they are unpickled, so Beam ships them to workers.
+``build`` returns (None, a one-line reason a user can act on) when the package
+is not installed, the pattern is not one the engine runs exactly, its merge
+semantics could give other IDs for this vocabulary, or the installed engine
+splits text unlike the installed ``regex`` in a way no guard can hold.
+Otherwise it returns an engine and why it qualifies (``proven``: a proof made
+for a tokenizer with this SHA-256 already passed; an adapter that runs an
+O(vocabulary) proof skips it). The engine's ``encode(text: str)`` gives the
+reference's ``tokenizer.reference.encode(text)`` IDs (a list, an ``array("I")``
+or a numpy array) for valid UTF-8 text: a ``str`` without lone surrogates,
+special-token strings being ordinary text. For a text it is not proven on, one
+holding a code point that its Unicode tables class differently from ``regex``
+(its gaps: ``unicode_gaps``, guarded by ``unicode_guard``), ``encode`` returns
+None: that text goes to the next engine down. Engines pickle small (the gaps,
+the vocabulary and the pattern) and rebuild the native object where they are
+unpickled, so Beam ships them to workers.
 
 What "exactly" rests on:
 
@@ -30,8 +32,9 @@ What "exactly" rests on:
   differential tests in tests/bpe/accelerators/test_accelerators.py (every code point of every
   general category in contexts, whitespace runs, CR/LF mixes, long repeats,
   other scripts' digits, contractions, fuzzed strings, held-out multilingual
-  text) for the package versions each adapter names in ``TESTED_VERSIONS``;
-  other versions are refused.
+  text), except on the code points the engine's gaps list; for versions the
+  tests have not seen, the gaps are measured where the engine is first used
+  (``gap_measurement``), and a difference outside code points refuses it.
 
 ``ADAPTERS`` lists the modules in order of preference, fastest first
 (benchmarks/bench_accelerators.py); ``bpe.engines`` puts the first that builds

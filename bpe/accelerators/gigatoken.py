@@ -11,8 +11,9 @@ Split regex string of the Hugging Face file. ``_SCHEME_REGEX`` gives, for each
 of our presets, the string that selects gigatoken's version of it; that the
 pieces are ours is what tests/bpe/accelerators/test_accelerators.py shows. Custom patterns are
 refused. Its Unicode tables are older than ``regex``'s: a text holding one of
-the code points in ``GIGATOKEN_GAPS`` is declined (``bpe.accelerators.unicode_guard``);
-for a rank file, also one in ``TIKTOKEN_GAPS``.
+the code points where it splits unlike ``regex`` (its gaps, measured by
+``bpe.accelerators.unicode_gaps``) is declined; for a rank file, also one of
+tiktoken's gaps.
 
 A tiktoken rank file (``kind == "tiktoken"``) is loaded with gigatoken's own
 tiktoken loader instead, which builds every token from the two parts tiktoken
@@ -34,14 +35,12 @@ file's contents, in memory.
 from __future__ import annotations
 
 from bpe.accelerators.native_engine import NativeEngine
-from bpe.accelerators.proof import checked, preset_spelling
-from bpe.accelerators.unicode_guard import GIGATOKEN_GAPS, TIKTOKEN_GAPS
+from bpe.accelerators.proof import checked, measured_gaps, preset_spelling, tiktoken_gaps
 from bpe.accelerators.vocabulary_files import pair_rank_json, rank_file
 from bpe.engines import rank_proof
 from bpe.pretokenize import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 
 NAME = "gigatoken"
-TESTED_VERSIONS = ("0.10.0",)
 
 # Our preset -> the Split regex by which gigatoken picks its own pre-tokenizer
 # for that scheme ("gpt2", "gpt4", "o200k" in its terms).
@@ -60,14 +59,13 @@ _SCHEME_NAME = {GPT2_PATTERN: "gpt2", CL100K_PATTERN: "gpt4", O200K_PATTERN: "o2
 
 
 class GigatokenEngine(NativeEngine):
-    """gigatoken's encoder for one vocabulary, declining texts with a code point its
-    Unicode tables lack (``GIGATOKEN_GAPS``). Pickles as its ``tokenizer.json`` text.
+    """gigatoken's encoder for one vocabulary, declining texts with a code point of
+    its gaps. Pickles as its gaps and ``tokenizer.json`` text.
 
     Args:
+      gaps: the code point ranges to decline (``unicode_gaps``).
       tokenizer_json: the file built by ``pair_rank_json``.
     """
-
-    GAPS = GIGATOKEN_GAPS
 
     def _load(self, tokenizer_json: str):
         from gigatoken.gigatoken_rs import load_hf_json
@@ -87,17 +85,16 @@ class GigatokenEngine(NativeEngine):
 
 
 class GigatokenRankEngine(GigatokenEngine):
-    """gigatoken's encoder for a tiktoken rank file. Pickles as the rank file's
-    text and its scheme.
+    """gigatoken's encoder for a tiktoken rank file. Pickles as its gaps, the rank
+    file's text and its scheme.
 
     Args:
+      gaps: the code point ranges to decline: gigatoken's, and tiktoken's, since
+        the file's IDs are tiktoken's (where tiktoken's tables differ from ours, so
+        do they from gigatoken's where its are ours).
       rank_file: the file's contents (base64 token, rank per line).
       scheme: gigatoken's name of the pre-tokenizer (``_SCHEME_NAME``).
     """
-
-    # The file's IDs are tiktoken's: declined too are the texts where tiktoken's
-    # Unicode tables differ from ours (and so, gigatoken's being ours, from gigatoken's).
-    GAPS = f"{GIGATOKEN_GAPS} {TIKTOKEN_GAPS}"
 
     def _load(self, rank_file: bytes, scheme: str):
         import tempfile
@@ -118,21 +115,28 @@ def build(tokenizer, proven: bool = False) -> tuple[GigatokenEngine | None, str]
     tokenizer with this SHA-256 (``bpe.engines.from_proof``); skip it. Our own
     tokenizers need no proof.
     """
-    regex, why = preset_spelling(tokenizer, "gigatoken", TESTED_VERSIONS, _SCHEME_REGEX,
+    regex, why = preset_spelling(tokenizer, "gigatoken", _SCHEME_REGEX,
                                  "gigatoken runs only its built-in pre-tokenizers, not a custom pattern")
     if regex is None:
         return None, why
+    if tokenizer.kind not in ("tiktoken", "beam-bpe"):
+        return None, f"gigatoken is proven for beam-bpe tokenizers and tiktoken rank files, not {tokenizer.kind} files"
+    gaps, why = measured_gaps(NAME, tokenizer.pattern, lambda tok: GigatokenEngine("", pair_rank_json(tok, regex)))
+    if gaps is None:
+        return None, why
     if tokenizer.kind == "tiktoken":
+        tiktoken_ranges, why = tiktoken_gaps(tokenizer.pattern)
+        if tiktoken_ranges is None:
+            return None, why
         mismatch = None if proven else rank_proof.rank_file_mismatch(tokenizer.ordinary_tokens())
         if mismatch:
             return None, mismatch
-        make, semantics = (lambda: GigatokenRankEngine(rank_file(tokenizer), _SCHEME_NAME[tokenizer.pattern]),
-                           "rank-of-bytes merges as the rank file's (proven for this file)")
-    elif tokenizer.kind == "beam-bpe":
+        scheme = _SCHEME_NAME[tokenizer.pattern]
+        make = lambda: GigatokenRankEngine(f"{gaps} {tiktoken_ranges}", rank_file(tokenizer), scheme)  # noqa: E731
+        semantics = "rank-of-bytes merges as the rank file's (proven for this file)"
+    else:
         data = pair_rank_json(tokenizer, regex)
         if data is None:
             return None, "two tokens have the same bytes; gigatoken's vocabulary cannot hold both"
-        make, semantics = (lambda: GigatokenEngine(data)), "pair-rank merges as ours"
-    else:
-        return None, f"gigatoken is proven for beam-bpe tokenizers and tiktoken rank files, not {tokenizer.kind} files"
+        make, semantics = (lambda: GigatokenEngine(gaps, data)), "pair-rank merges as ours"
     return checked(tokenizer, NAME, make, f"gigatoken: {semantics}, its pre-tokenizer for the preset (tested)")

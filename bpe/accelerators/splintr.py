@@ -12,8 +12,8 @@ every possessive quantifier in the presets ends its alternative or is followed
 by something its atom never matches, so backtracking never gives back what it
 took; and in ``\s++$`` the longest run is the only one ``$`` can follow. Only
 the presets are used; tests/bpe/accelerators/test_accelerators.py shows PCRE2 splits them as
-``regex`` does, except for the code points in ``PCRE2_GAPS`` (older Unicode
-tables, and U+180E in ``\s``): a text holding one is declined.
+``regex`` does, except for its gaps (older Unicode tables, and U+180E in
+``\s``, measured by ``bpe.accelerators.unicode_gaps``): a text holding one is declined.
 
 Input: text as ``str``; ``encode_flat`` gives the IDs as uint32 bytes, viewed
 as an ``array("I")``. splintr's bundled vocabularies are not used.
@@ -24,14 +24,12 @@ from __future__ import annotations
 from array import array
 
 from bpe.accelerators.native_engine import NativeEngine
-from bpe.accelerators.proof import checked, preset_spelling
-from bpe.accelerators.unicode_guard import PCRE2_GAPS
+from bpe.accelerators.proof import checked, measured_gaps, preset_spelling
 from bpe.accelerators.vocabulary_files import rank_file
 from bpe.engines import rank_proof
 from bpe.pretokenize import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 
 NAME = "splintr"
-TESTED_VERSIONS = ("0.22.0",)
 
 _POSSESSIVE_FREE = {
     GPT2_PATTERN: r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+$|\s+(?!\S)|\s""",
@@ -45,14 +43,13 @@ _POSSESSIVE_FREE = {
 
 class SplintrEngine(NativeEngine):
     """splintr's encoder for one vocabulary, on PCRE2, declining texts with a code point
-    PCRE2 classes differently (``PCRE2_GAPS``). Pickles as its rank file and pattern.
+    of its gaps. Pickles as its gaps, rank file and pattern.
 
     Args:
+      gaps: the code point ranges to decline (``unicode_gaps``).
       ranks: the vocabulary as a tiktoken rank file (base64 token, rank per line).
       pattern: the pre-tokenizer regex, without possessive quantifiers.
     """
-
-    GAPS = PCRE2_GAPS
 
     def _load(self, ranks: bytes, pattern: str):
         from splintr import Tokenizer
@@ -71,12 +68,15 @@ def build(tokenizer, proven: bool = False) -> tuple[SplintrEngine | None, str]:
     ``proven``: the O(vocabulary) proof already passed for a tokenizer with
     this SHA-256 (``bpe.engines.from_proof``); skip it.
     """
-    pattern, why = preset_spelling(tokenizer, "splintr-rs", TESTED_VERSIONS, _POSSESSIVE_FREE,
+    pattern, why = preset_spelling(tokenizer, "splintr-rs", _POSSESSIVE_FREE,
                                    "custom pattern: splintr is shown to split like regex only for the presets")
     if pattern is None:
+        return None, why
+    gaps, why = measured_gaps(NAME, tokenizer.pattern, lambda tok: SplintrEngine("", rank_file(tok), pattern))
+    if gaps is None:
         return None, why
     mismatch = None if proven else rank_proof.rank_mismatch(tokenizer)
     if mismatch:
         return None, mismatch
-    return checked(tokenizer, NAME, lambda: SplintrEngine(rank_file(tokenizer), pattern),
+    return checked(tokenizer, NAME, lambda: SplintrEngine(gaps, rank_file(tokenizer), pattern),
                    "splintr: rank merges proven equal to ours, PCRE2 running our preset regex (tested)")

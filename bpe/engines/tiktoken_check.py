@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from bpe.accelerators.unicode_guard import TIKTOKEN_GAPS, CodePointGuard
+from bpe.accelerators.proof import tiktoken_gaps
+from bpe.accelerators.unicode_guard import CodePointGuard
 from bpe.engines import rank_proof
 from bpe.engines.chain import PythonEngine, TiktokenEngine
 from bpe.engines.engine_proof import EngineProof
@@ -65,8 +66,14 @@ def tiktoken_engine(tokenizer: TokenizerLike, proven: bool) -> tuple[TiktokenEng
     if mismatch:
         return None, mismatch
     reference = PythonEngine(*tokenizer.reference_parts())
-    # tiktoken's Unicode tables are older than ``regex``'s; a rank file's IDs are tiktoken's own.
-    guard = None if tokenizer.kind == "tiktoken" else CodePointGuard(TIKTOKEN_GAPS)
+    # tiktoken's Unicode tables are older than ``regex``'s (its gaps, measured for the
+    # installed versions); a rank file's IDs are tiktoken's own.
+    guard = None
+    if tokenizer.kind != "tiktoken":
+        gaps, why = tiktoken_gaps(tokenizer.pattern)
+        if gaps is None:
+            return None, why
+        guard = CodePointGuard(gaps)
     engine = TiktokenEngine(encoding, reference, EngineProof(tokenizer.sha256, "tiktoken"), guard)
     ours = reference.encode(VERIFICATION_SAMPLE)
     theirs = engine.encode_array(tokenizer.normalize(VERIFICATION_SAMPLE)).tolist()

@@ -4,9 +4,10 @@ gigatoken (PyPI ``gigatoken``, MIT) has no regex engine: it runs a hand-written
 pre-tokenizer for the GPT-2 scheme, and ``pretokenized_counts`` counts the pieces
 of many documents in one call, in Rust, returning only the unique pieces. It
 gives ``regex``'s pieces for the ``gpt2`` and ``hf-bytelevel`` patterns on valid
-UTF-8 holding no code point its Unicode tables lack (``GIGATOKEN_GAPS``);
-tests/bpe/training/test_piece_engines.py shows it for every code point in many contexts, on
-fuzzed and on real text.
+UTF-8 holding no code point of its gaps (where it splits unlike the installed
+``regex``: ``bpe.accelerators.unicode_gaps``, measured for the installed
+versions); tests/bpe/training/test_piece_engines.py shows it for every code
+point in many contexts, on fuzzed and on real text.
 
 Each call checks what that claim needs, and declines the documents otherwise:
 
@@ -18,7 +19,7 @@ Each call checks what that claim needs, and declines the documents otherwise:
 * every piece is valid UTF-8 (checked on the pieces joined by ``\\n``, an ASCII
   byte, so a sequence cut at a piece edge fails too); since the pieces cover the
   documents, the documents are valid UTF-8;
-* no piece holds a code point of ``GIGATOKEN_GAPS``.
+* no piece holds a code point of its gaps.
 
 gigatoken writes two lines to stderr on every call. They are held back: file
 descriptor 2 points at a temporary file during the call, and whatever else was
@@ -34,11 +35,11 @@ import sys
 import tempfile
 import threading
 
-from bpe.accelerators.proof import untested_version
-from bpe.accelerators.unicode_guard import GIGATOKEN_GAPS, CodePointGuard
+from bpe.accelerators.gap_measurement import measure_pieces
+from bpe.accelerators.unicode_gaps import guard_ranges, installed_version
+from bpe.accelerators.unicode_guard import CodePointGuard
 from bpe.pretokenize import GPT2_PATTERN, PRESETS, resolve_pattern
 
-TESTED_VERSIONS = ("0.10.0",)
 # The patterns whose pieces gigatoken's GPT-2 pre-tokenizer gives (the two differ
 # only in spelling: possessive quantifiers and ``\s++$`` change no piece).
 PATTERNS = (GPT2_PATTERN, PRESETS["hf-bytelevel"])
@@ -56,7 +57,21 @@ def unusable(pattern: str) -> str | None:
     """Why gigatoken cannot count ``pattern``'s pieces here, or None if it can."""
     if resolve_pattern(pattern) not in PATTERNS:
         return "gigatoken runs only the GPT-2 pre-tokenizer (patterns gpt2 and hf-bytelevel)"
-    return untested_version("gigatoken", TESTED_VERSIONS)
+    if installed_version("gigatoken") is None:
+        return "gigatoken is not installed (pip install 'beam-bpe[fast]')"
+    return gaps()[1] or None
+
+
+def gaps() -> tuple[str | None, str]:
+    """(the code point ranges where gigatoken's pieces are not ``regex``'s, "") or (None, why
+    no guard can hold the difference), for the installed versions (``unicode_gaps``)."""
+    return guard_ranges("gigatoken-counts", GPT2_PATTERN, lambda: measure_pieces(_unguarded_counts, GPT2_PATTERN))
+
+
+def _unguarded_counts(text: str) -> dict[bytes, int]:
+    from gigatoken.gigatoken_rs import pretokenized_counts
+
+    return dict(_without_notices(pretokenized_counts, text.encode("utf-8"), SEPARATOR))
 
 
 def _without_notices(call, *args):
@@ -101,7 +116,7 @@ class GigatokenCounts:
 
         self.pattern = resolve_pattern(pattern)
         self._pretokenized_counts = pretokenized_counts
-        self._guard = CodePointGuard(GIGATOKEN_GAPS)
+        self._guard = CodePointGuard(gaps()[0])
 
     def __reduce__(self):
         return GigatokenCounts, (self.pattern,)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import importlib
+import importlib.util
 import pickle
 import unicodedata
 import weakref
@@ -28,21 +29,14 @@ from hypothesis import strategies as st
 
 import bpe
 from bpe.accelerators import ADAPTERS, build_all
-from bpe.accelerators.unicode_guard import GIGATOKEN_GAPS, PCRE2_GAPS, CodePointGuard, parse_ranges
+from bpe.accelerators.gap_measurement import in_context, probe_code_points
+from bpe.accelerators.unicode_gaps import installed_version
+from bpe.accelerators.unicode_guard import CodePointGuard, parse_ranges
 from tests.support.real_text import cl100k_rank_file, multilingual
 
 PATTERNS = ("gpt2", "cl100k", "o200k")
 GENERAL_CATEGORIES = (
     "Lu Ll Lt Lm Lo Mn Mc Me Nd Nl No Pc Pd Ps Pe Pi Pf Po Sm Sc Sk So Zs Zl Zp Cc Cf Co Cn".split()
-)
-# Unassigned and private-use code points beyond the first planes are sampled:
-# no Unicode version assigns any there yet (planes 4-13) or they are all alike.
-SAMPLE_BEYOND = 0x40000
-SAMPLE_STEP = 61
-
-
-_ANY_GUARD = frozenset(
-    chr(c) for first, last in parse_ranges(f"{GIGATOKEN_GAPS} {PCRE2_GAPS}") for c in range(first, last + 1)
 )
 
 
@@ -106,6 +100,20 @@ def _engine(adapter, tokenizer):
     return _ENGINES[key][1]
 
 
+@lru_cache(maxsize=None)
+def _any_guard() -> frozenset:
+    """The code points some installed adapter's guard declines, for some preset."""
+    points = set()
+    for name in ADAPTERS:
+        if importlib.util.find_spec(name) is None:
+            continue
+        for pattern in PATTERNS:
+            engine, _ = importlib.import_module(f"bpe.accelerators.{name}").build(byte_pairs_tokenizer(pattern))
+            if engine is not None:
+                points.update(chr(c) for first, last in parse_ranges(engine.guard.ranges) for c in range(first, last + 1))
+    return frozenset(points)
+
+
 def _first_difference(tokenizer, engine, texts) -> str | None:
     """The first text (and where in it) the engine encodes differently or
     declines, or None."""
@@ -142,19 +150,14 @@ def code_points(category: str) -> list[str]:
     """Every code point ``regex`` puts in the general category (no surrogates),
     sampled beyond the first planes."""
     found = regex.findall(rf"\p{{gc={category}}}", _every_code_point())
-    return [c for c in found if ord(c) < SAMPLE_BEYOND or ord(c) % SAMPLE_STEP == 0]
+    sampled = set(probe_code_points())  # beyond the first planes, as the measurement samples them
+    return [c for c in found if ord(c) in sampled]
 
 
 def in_contexts(chars: list[str], per_text: int = 400) -> list[str]:
-    """Texts putting each character beside letters, digits, punctuation, spaces,
-    newlines, apostrophes and itself, so that every branch of the patterns sees it."""
-    texts = []
-    for start in range(0, len(chars), per_text):
-        parts = []
-        for c in chars[start : start + per_text]:
-            parts.append(f"{c}a{c}A {c}1{c}{c}{c}{c}!{c}. {c}\n{c}\r\n\t{c}'s{c}'S  {c} x{c}/")
-        texts.append("".join(parts))
-    return texts
+    """Texts putting each character in the measurement's context (``gap_measurement.in_context``:
+    beside letters, digits, punctuation, spaces, newlines, apostrophes and itself), ``per_text`` a text."""
+    return ["".join(map(in_context, chars[start : start + per_text])) for start in range(0, len(chars), per_text)]
 
 
 TRICKY_TEXTS = [
@@ -213,8 +216,9 @@ def test_every_code_point_by_general_category(adapter, trained, byte_pairs, voca
         assert chars or category in ("Zl", "Zp"), category
         # The same texts for every engine (our IDs are computed once), then the
         # code points only some other engine declines.
-        texts = in_contexts([c for c in chars if c not in _ANY_GUARD])
-        texts += in_contexts([c for c in chars if c in _ANY_GUARD and not engine.guard.rejects(c)], per_text=1)
+        any_guard = _any_guard()
+        texts = in_contexts([c for c in chars if c not in any_guard])
+        texts += in_contexts([c for c in chars if c in any_guard and not engine.guard.rejects(c)], per_text=1)
         difference = _first_difference(tokenizer, engine, texts)
         if difference:
             failures[category] = difference
@@ -236,7 +240,7 @@ def test_every_guarded_code_point_is_needed(adapter):
             guarded = [chr(c) for first, last in parse_ranges(engine.guard.ranges) for c in range(first, last + 1)]
             assert all(engine.encode(f"x {c}") is None for c in guarded), name
         engine.guard = CodePointGuard("")
-        differing.update(c for c in guarded if _first_difference(tokenizer, engine, in_contexts([c])) is not None)
+        differing.update(c for c in guarded if _first_difference(tokenizer, engine, [in_context(c)]) is not None)
     needless = [f"U+{ord(c):04X}" for c in guarded if c not in differing]
     assert not needless, needless[:20]
 
@@ -244,7 +248,8 @@ def test_every_guarded_code_point_is_needed(adapter):
 def test_guarded_code_points_are_newer_than_pythons_unicode(adapter, byte_pairs):
     """The engines' Unicode tables are older than ``regex``'s: what they lack is
     code points Python's ``unicodedata`` (older still) does not know either,
-    apart from U+180E, which PCRE2's \\s matches."""
+    apart from U+180E, which PCRE2's \\s matches, and U+0295, a lowercase letter
+    in PCRE2's tables and Python's, and another letter in ``regex``'s."""
     engine = _engine(adapter, byte_pairs)
     known = [
         f"U+{c:04X}"
@@ -252,7 +257,7 @@ def test_guarded_code_points_are_newer_than_pythons_unicode(adapter, byte_pairs)
         for c in range(first, last + 1)
         if unicodedata.category(chr(c)) != "Cn"
     ]
-    assert known in ([], ["U+180E"])
+    assert set(known) <= {"U+180E", "U+0295"}
     assert unicodedata.unidata_version < "15"  # else: compare with the newer tables
 
 
@@ -297,36 +302,33 @@ def test_custom_pattern_is_refused(adapter):
     assert "custom pattern" in reason
 
 
-def test_untested_package_version_is_refused(adapter, trained, monkeypatch):
-    from bpe.accelerators import proof
+def test_a_release_no_table_ships_is_measured_and_used(adapter, monkeypatch, tmp_path):
+    """A new release of the package and of ``regex`` is not refused for its number: its gaps
+    are measured, and the engine is built with them."""
+    from bpe.accelerators import unicode_gaps
 
-    monkeypatch.setattr(proof.metadata, "version", lambda distribution: "0.0.0-untested")
-    engine, reason = adapter.build(trained)
-    assert engine is None
-    assert "0.0.0-untested is not a tested version" in reason
-
-
-def test_untested_regex_version_is_refused(adapter, trained, monkeypatch):
-    """The guards list where the engine's tables differ from this ``regex``'s."""
-    from bpe.accelerators import proof
-
-    real = proof.metadata.version
-    monkeypatch.setattr(proof.metadata, "version", lambda d: "2000.1.1" if d == "regex" else real(d))
-    engine, reason = adapter.build(trained)
-    assert engine is None
-    assert reason.startswith("regex 2000.1.1 is not a tested version")
+    real = unicode_gaps.metadata.version
+    monkeypatch.setattr(unicode_gaps.metadata, "version", lambda d: "9.9.9" if d != "regex" else real(d))
+    monkeypatch.setenv("BEAM_BPE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(unicode_gaps, "_measured", {})
+    tokenizer = trained_tokenizer("gpt2")
+    engine, reason = adapter.build(tokenizer)
+    assert engine is not None, reason
+    assert engine.encode("ab \u0558 cd") is None  # a letter for regex that every engine's tables lack
+    text = "Measured, not refused: 123 élan\n"
+    assert [int(i) for i in engine.encode(text)] == tokenizer.reference.encode(text)
 
 
 def test_missing_package_is_refused(adapter, trained, monkeypatch):
-    from bpe.accelerators import proof
+    from bpe.accelerators import unicode_gaps
 
     def not_found(distribution):
-        raise proof.metadata.PackageNotFoundError(distribution)
+        raise unicode_gaps.metadata.PackageNotFoundError(distribution)
 
-    monkeypatch.setattr(proof.metadata, "version", not_found)
+    monkeypatch.setattr(unicode_gaps.metadata, "version", not_found)
     engine, reason = adapter.build(trained)
     assert engine is None
-    assert reason.endswith("is not installed")
+    assert "is not installed (pip install " in reason
 
 
 def test_rank_engines_refuse_merges_they_would_replay_differently():
@@ -436,7 +438,7 @@ def test_gigatoken_rank_engine_survives_pickling_and_declines_what_it_lacks(giga
     copy = pickle.loads(pickle.dumps(engine))
     text = "A pickled engine, rebuilt where it lands: 123 élan\n"
     assert type(copy) is type(engine) and copy.encode(text).tolist() == tokenizer.reference.encode(text)
-    gap = chr(parse_ranges(GIGATOKEN_GAPS)[0][0])
+    gap = chr(parse_ranges(engine.guard.ranges)[0][0])
     assert engine.encode(f"a{gap}b") is None
     assert tokenizer.engine.encode(f"a{gap}b") == tokenizer.reference.encode(f"a{gap}b")
 
@@ -446,7 +448,7 @@ def test_tiktoken_gaps_are_exactly_where_its_classes_differ_from_regex():
     one-class pattern (tiktoken drops the text a pattern does not match)."""
     import tiktoken
 
-    from bpe.accelerators.unicode_guard import TIKTOKEN_GAPS
+    from bpe.accelerators.proof import tiktoken_gaps
 
     every = _every_code_point()
     single_bytes = {bytes([b]): b for b in range(256)}
@@ -454,8 +456,10 @@ def test_tiktoken_gaps_are_exactly_where_its_classes_differ_from_regex():
     for cls in (r"\p{L}", r"\p{N}", r"\s", r"\p{Lu}", r"\p{Ll}", r"\p{Lt}", r"\p{Lm}", r"\p{Lo}", r"\p{M}"):
         encoding = tiktoken.Encoding("one-class", pat_str=cls, mergeable_ranks=single_bytes, special_tokens={})
         differ |= set(bytes(encoding.encode_ordinary(every)).decode()) ^ set(regex.findall(cls, every))
-    guarded = {chr(c) for first, last in parse_ranges(TIKTOKEN_GAPS) for c in range(first, last + 1)}
-    assert differ == guarded
+    for pattern in PATTERNS:
+        ranges, why = tiktoken_gaps(bpe.pretokenize.PRESETS[pattern])
+        assert ranges is not None, why
+        assert differ == {chr(c) for first, last in parse_ranges(ranges) for c in range(first, last + 1)}
 
 
 def test_tiktokens_engine_leaves_those_code_points_to_the_reference(monkeypatch):
@@ -527,7 +531,4 @@ def test_gigatoken_builds_for_a_generated_rank_file_whose_tokens_all_have_two_pa
 
 
 def _adapter_installed(name: str) -> bool:
-    from bpe.accelerators.proof import untested_version
-
-    module = importlib.import_module(f"bpe.accelerators.{name}")
-    return untested_version(name, module.TESTED_VERSIONS) is None
+    return installed_version({"splintr": "splintr-rs"}.get(name, name)) is not None

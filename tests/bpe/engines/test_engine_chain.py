@@ -28,18 +28,16 @@ from tests.support.real_text import multilingual
 
 EOT = "<|endoftext|>"
 # A letter of recent Unicode versions every accelerator's tables lack (ARMENIAN
-# LEFT HALF RING, in both GIGATOKEN_GAPS and PCRE2_GAPS): accelerators decline texts holding it.
+# LEFT HALF RING, in the gaps of gigatoken and of the PCRE2 engines): accelerators decline texts holding it.
 DECLINED = "ab \u0558 cd"
 HARD = [DECLINED, b"caf\xc3\xa9 \xff\xfe broken \xe2\x82", "lone \udc80 surrogate", "", b"", f"a{EOT}b", "\r\n \t x"]
 
 
 def installed(name: str) -> bool:
     """Whether the accelerator ``name`` builds at all here (package installed, tested version)."""
-    from bpe.accelerators.proof import untested_version
+    from bpe.accelerators.unicode_gaps import installed_version
 
-    module = importlib.import_module(f"bpe.accelerators.{name}")
-    distribution = {"splintr": "splintr-rs"}.get(name, name)
-    return untested_version(distribution, module.TESTED_VERSIONS) is None
+    return installed_version({"splintr": "splintr-rs"}.get(name, name)) is not None
 
 
 def accelerators_on() -> bool:
@@ -110,7 +108,7 @@ def test_declined_texts_go_down_the_chain(monkeypatch):
     tok = fresh()
     engine = tok.engine
     assert engine.encode(DECLINED) == tok.reference.encode(DECLINED)
-    # tiktoken's Unicode tables lack it too (TIKTOKEN_GAPS): the reference took it.
+    # tiktoken's Unicode tables lack it too (in its gaps): the reference took it.
     assert engine.declined == 1 and engine.next.fallbacks == 1 and engine.fallbacks == 2
     assert engine.encode(b"\xff") == [0xFF] and engine.fallbacks == 3  # tiktoken hands it on to the reference
     # An accelerator that declines everything leaves every ID to the engines below.
@@ -266,13 +264,18 @@ def test_the_suite_passes_with_the_accelerators_switched_off():
 
 def test_what_the_first_accelerator_declines_the_others_decline_too():
     """Why the chain holds one accelerator: the code points gigatoken's tables lack,
-    the PCRE2 engines (fastokens, splintr) lack as well."""
-    from bpe.accelerators.unicode_guard import GIGATOKEN_GAPS, PCRE2_GAPS, parse_ranges
+    the PCRE2 engines (fastokens, splintr) lack as well (their gaps for the installed versions)."""
+    from bpe.accelerators.unicode_guard import parse_ranges
 
-    def points(ranges):
-        return {c for first, last in parse_ranges(ranges) for c in range(first, last + 1)}
+    def points(name):
+        if not installed(name):
+            pytest.skip(f"{name} is not installed")
+        engine, why = importlib.import_module(f"bpe.accelerators.{name}").build(trained("gpt2"))
+        assert engine is not None, why
+        return {c for first, last in parse_ranges(engine.guard.ranges) for c in range(first, last + 1)}
 
-    assert points(GIGATOKEN_GAPS) <= points(PCRE2_GAPS)
+    assert points("gigatoken") <= points("fastokens")
+    assert points("gigatoken") <= points("splintr")
 
 
 def test_bytes_go_to_an_accelerator_as_they_are_and_are_guarded_alike():
