@@ -28,7 +28,9 @@ import os
 import resource
 import subprocess
 import tempfile
+import re
 import time
+import zlib
 from collections import Counter
 
 import bpe
@@ -39,23 +41,33 @@ from bpe.training.piece_counter import PieceCounter
 from bpe.training.superwords import train_superwords
 
 
-def english_documents(max_bytes: int) -> list[str]:
-    """English man pages, in the corpus's order, up to ``max_bytes`` of UTF-8."""
-    docs, total = [], 0
-    for path in _man_sources().get("en", []):
+def english_documents(max_bytes: int, by_family: bool = False) -> tuple[list[str], list[str]]:
+    """English man pages, in the corpus's order, up to ``max_bytes`` of UTF-8: (training, held out).
+
+    Every tenth page is held out; with ``by_family``, every page of one family in ten
+    (the name up to its first "_", "-" or ".": all of gcloud_*, all of git-*), so no
+    held-out page has a near-copy among the training pages.
+    """
+    train, held_out, total = [], [], 0
+    for i, path in enumerate(_man_sources().get("en", [])):
         text = _read(path)
-        if text:
-            docs.append(text)
-            total += len(text.encode())
-            if total >= max_bytes:
-                break
-    return docs
+        if not text:
+            continue
+        if by_family:
+            family = re.split(r"[-_.]", path.name, maxsplit=1)[0]
+            side = held_out if zlib.crc32(family.encode()) % 10 == 0 else train
+        else:
+            side = held_out if i % 10 == 0 else train
+        side.append(text)
+        total += len(text.encode())
+        if total >= max_bytes:
+            break
+    return train, held_out
 
 
-def split(docs: list[str], held_out_share: float = 0.1) -> tuple[list[str], list[str]]:
+def split(docs: list[str]) -> tuple[list[str], list[str]]:
     """Every tenth document held out (by position, so both halves span the same sources)."""
-    step = round(1 / held_out_share)
-    return [d for i, d in enumerate(docs) if i % step], [d for i, d in enumerate(docs) if not i % step]
+    return [d for i, d in enumerate(docs) if i % 10], [d for i, d in enumerate(docs) if not i % 10]
 
 
 def tables(docs: list[str], pattern: str) -> tuple[dict, dict]:
@@ -163,11 +175,13 @@ def main() -> None:
     parser.add_argument("--pattern", default="gpt2")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--copies", type=int, default=1, help="train: write the corpus this many times")
+    parser.add_argument("--by-family", action="store_true",
+                        help="hold out whole families of man pages (gcloud_*, git-*), not every tenth page")
     args = parser.parse_args()
     sections = args.sections.split(",")
     shares = [float(s) for s in args.transitions.split(",")]
     if "compression" in sections or "encode" in sections:
-        train_docs, held_out = split(english_documents(int(args.train_mb * 1e6)))
+        train_docs, held_out = english_documents(int(args.train_mb * 1e6), args.by_family)
         print(f"English: {sum(len(d.encode()) for d in train_docs) / 1e6:.1f} MB training, "
               f"{sum(len(d.encode()) for d in held_out) / 1e6:.1f} MB held out", flush=True)
         if "compression" in sections:
