@@ -45,16 +45,19 @@ def english_documents(max_bytes: int, by_family: bool = False) -> tuple[list[str
     """English man pages, in the corpus's order, up to ``max_bytes`` of UTF-8: (training, held out).
 
     Every tenth page is held out; with ``by_family``, every page of one family in ten
-    (the name up to its first "_", "-" or ".": all of gcloud_*, all of git-*), so no
-    held-out page has a near-copy among the training pages.
+    (the name up to its first "_", "-" or ".": all of git-*, all of systemd*), so no
+    held-out page has a near-copy among the training pages, and gcloud's pages are left
+    out: 16,631 pages from one generator's template, 54% of the English pages' bytes.
     """
     train, held_out, total = [], [], 0
     for i, path in enumerate(_man_sources().get("en", [])):
+        family = re.split(r"[-_.]", path.name, maxsplit=1)[0]
+        if by_family and family == "gcloud":
+            continue
         text = _read(path)
         if not text:
             continue
         if by_family:
-            family = re.split(r"[-_.]", path.name, maxsplit=1)[0]
             side = held_out if zlib.crc32(family.encode()) % 10 == 0 else train
         else:
             side = held_out if i % 10 == 0 else train
