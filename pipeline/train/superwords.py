@@ -1,6 +1,9 @@
-"""``beam-bpe train --superword-transition T``: a superword tokenizer (SuperBPE).
+"""``beam-bpe train --superword-transition T``: a superword tokenizer (SuperBPE);
+``--extend BASE --superword-merges K``: superwords added to an existing tokenizer.
 
     beam-bpe train --input 'corpus/*.txt' --vocab-size 32000 --superword-transition 28000 --output out/
+    beam-bpe train --extend cl100k_base.tiktoken --tokenizer-preset cl100k_base --superword-merges 2000 \
+        --input 'corpus/*.txt' --output out/
 
 The count job is train's, with one more branch over the same documents: the
 pieces of SuperBPE's stage-two regex (``bpe.superwords.rules``), counted exactly
@@ -11,12 +14,17 @@ supermerge candidates of ``superword_counts.parquet``
 (``bpe.training.superwords``), then writes one tokenizer.json whose
 pre-tokenizer is the stage-two regex.
 
+With ``--extend`` the count is ``--extend``'s (the base's pattern) plus the same
+branch, and stage two runs on the base's encoding instead of stage one's
+(``bpe.training.superwords.extend_superwords``); a base that normalizes text or
+matches added tokens is refused before counting, and no rank file is written.
+
 ``--resume`` works as for ordinary training: the count marker records that the
-stage-two pieces were counted, and the checkpoint records T (stage one continues
-from it; stage two takes seconds and is learned again). Weighted and
-parity-aware training, ``--tie-break hf`` and ``--extend`` are refused with one
-line: their merge loops have no stage two. ``--word-counts FILE`` trains from
-FILE and the superword_counts.parquet beside it.
+stage-two pieces were counted, and the checkpoint records T or the superword
+extension (stage one continues from it; stage two takes seconds and is learned
+again). Weighted and parity-aware training and ``--tie-break hf`` are refused
+with one line: their merge loops have no stage two. ``--word-counts FILE``
+trains from FILE and the superword_counts.parquet beside it.
 """
 
 from __future__ import annotations
