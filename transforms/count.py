@@ -120,13 +120,13 @@ class _CountBatchFn(beam.DoFn):
     """
 
     def __init__(self, pattern: str, max_batch_pieces: int, num_partitions: int, engine: str = "auto",
-                 sources: SourceRule | None = None):
+                 sources: SourceRule | None = None, step: str = "count"):
         self._pattern = pattern
         self._sources = sources
         self._engine = engine
         self._max_batch_pieces = max_batch_pieces
         self._num_partitions = num_partitions
-        self._counters = metrics.Counters("count", "documents", "bytes", "pieces", "regex_documents", "early_flushes")
+        self._counters = metrics.Counters(step, "documents", "bytes", "pieces", "regex_documents", "early_flushes")
 
     def setup(self):
         # Beam runs a worker process per core: gigatoken's counting threads (one
@@ -214,10 +214,10 @@ class _MergeCountsFn(beam.CombineFn):
 class _PruneFn(beam.DoFn):
     """Drops the pieces of one partition's exact totals that occur too rarely."""
 
-    def __init__(self, min_word_count: int, sources: SourceRule | None = None):
+    def __init__(self, min_word_count: int, sources: SourceRule | None = None, step: str = "count"):
         self._min_word_count = min_word_count
         self._sources = sources
-        self._counters = metrics.Counters("count", "unique_pieces", "pruned_pieces")
+        self._counters = metrics.Counters(step, "unique_pieces", "pruned_pieces")
 
     def process(self, partition_counts):
         _, counts = partition_counts
@@ -267,6 +267,8 @@ class CountPreTokenTables(beam.PTransform):
       sources: None, or which source each document counts for (``SourceRule``):
         the tables are then keyed by (source, piece), and ``min_word_count``
         applies to a piece's weighted count over all sources.
+      step: the counters' step name: a second count over the same documents
+        (superword training's stage-two pieces) keeps its counters apart.
     """
 
     pattern: str = "gpt2"
@@ -276,6 +278,7 @@ class CountPreTokenTables(beam.PTransform):
     num_partitions: int = 64
     engine: str = "auto"
     sources: SourceRule | None = None
+    step: str = "count"
 
     def __post_init__(self):
         compile_pattern(self.pattern)  # a bad regex fails here, not on a worker
@@ -297,8 +300,9 @@ class CountPreTokenTables(beam.PTransform):
                 element_size_fn=_document_size,
             )
             | "CountInBatch" >> beam.ParDo(
-                _CountBatchFn(self.pattern, self.max_batch_pieces, self.num_partitions, self.engine, self.sources)
+                _CountBatchFn(self.pattern, self.max_batch_pieces, self.num_partitions, self.engine, self.sources,
+                              self.step)
             ).with_output_types(tuple[int, table])
             | "SumCounts" >> beam.CombinePerKey(_MergeCountsFn())
-            | "Prune" >> beam.ParDo(_PruneFn(self.min_word_count, self.sources)).with_output_types(table)
+            | "Prune" >> beam.ParDo(_PruneFn(self.min_word_count, self.sources, self.step)).with_output_types(table)
         )

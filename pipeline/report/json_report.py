@@ -22,6 +22,7 @@ import numpy as np
 from bpe.merge_graph import MergeGraph
 from bpe.pretokenize import PRESETS
 from bpe.tokenizer import Tokenizer
+from bpe.superwords.rules import is_superword
 from transforms.report import SAMPLE_BYTES, token_lengths
 
 FORMAT = "beam-bpe report 1"
@@ -91,6 +92,25 @@ def vocabulary_use(tokenizer: Tokenizer, counts: np.ndarray, rare_below: int) ->
         },
         "longest": [_token(tokenizer, int(ids[i]), int(ordinary[i])) for i in longest],
         "rank_frequency": rank_frequency(ordinary),
+        "superwords": superword_use(tokenizer, ids, ordinary),
+    }
+
+
+def superword_use(tokenizer: Tokenizer, ids: np.ndarray, counts: np.ndarray) -> dict:
+    """The superword tokens (``bpe.superwords.rules.is_superword``: a space between two of their
+    non-space bytes) among the ordinary ``ids`` (used ``counts`` times): how many the vocabulary
+    holds, their share of the tokens produced and of the text's bytes, and the most used ones."""
+    lengths = token_lengths(tokenizer)[ids]
+    superword = np.array([is_superword(tokenizer.token_bytes(int(i))) for i in ids], dtype=bool)
+    tokens, text_bytes = int(counts.sum()), int((counts * lengths).sum())
+    used = counts * superword
+    most = np.lexsort((ids, -used))[:LONGEST_TOKENS]
+    return {
+        "in_vocabulary": int(superword.sum()),
+        "produced": int(used.sum()),
+        "share_of_tokens": ratio(int(used.sum()), tokens),
+        "share_of_bytes": ratio(int((used * lengths).sum()), text_bytes),
+        "most_used": [_token(tokenizer, int(ids[i]), int(counts[i])) for i in most if used[i]],
     }
 
 

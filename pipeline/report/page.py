@@ -173,7 +173,21 @@ def _vocabulary(report: dict) -> str:
         rows = [[_num(e["id"], "int"), _token_cell(e), _num(e["length"], "int"), _num(e["count"], "int")]
                 for e in use["longest"]]
         parts.append(_table(f"longest-{t}", "Longest tokens", ["ID", "token", "bytes", "count"], rows))
+        parts.append(_superwords(t, use["superwords"]))
     return "".join(parts)
+
+
+def _superwords(t: int, superwords: dict) -> str:
+    """The superword tokens (tokens that bridge a space) of one tokenizer: their share, the most used."""
+    if not superwords["in_vocabulary"]:
+        return "<p>No superword tokens (tokens that bridge a space).</p>"
+    share = lambda value: "n/a" if value is None else f"{value:.1%}"  # noqa: E731
+    rows = [[_num(e["id"], "int"), _token_cell(e), _num(e["length"], "int"), _num(e["count"], "int")]
+            for e in superwords["most_used"]]
+    return (f"<p>{superwords['in_vocabulary']:,} superword tokens (tokens that bridge a space): "
+            f"{share(superwords['share_of_tokens'])} of the tokens produced, covering "
+            f"{share(superwords['share_of_bytes'])} of the text's bytes.</p>"
+            + _table(f"superwords-{t}", "Most used superword tokens", ["ID", "token", "bytes", "count"], rows))
 
 
 def _health(report: dict) -> str:

@@ -50,6 +50,7 @@ from pipeline.train.resume import (
 from pipeline.runners import committed_counters, describe_runner, pipeline_options
 from pipeline.train import sources
 from pipeline.train import extend
+from pipeline.train import superwords
 from pipeline.train.stats import TrainStats, summary_lines
 from pipeline.train.word_counts import (
     SOURCE_COUNTS_SCHEMA, WORD_COUNTS_FILE, WORD_COUNTS_SCHEMA, read_word_counts, word_count_table,
@@ -102,6 +103,8 @@ SETTINGS = {
     "extend": Setting("str"),
     "new_tokens": Setting("int"),
     "tokenizer_preset": Setting("str"),
+    "superword_transition": Setting("int"),
+    "superword_merges": Setting("int"),
 }
 
 
@@ -156,6 +159,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=h("checkpoint_every", f"save the merges so far to {CHECKPOINT_FILE} this often"))
     sources.add_arguments(parser)
     extend.add_arguments(parser)
+    superwords.add_arguments(parser)
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
@@ -164,6 +168,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     config_flags = resolve(args, SETTINGS, args.config)
     output = _check_settings(args)
     base = extend.load_base(args) if args.extend else None
+    superwords.check_base(args, base)
     options = pipeline_options([*config_flags, *beam_args])
     given_table, given_id = _given_word_counts(args, base) if args.word_counts else (None, None)  # bad: fail now
     files = [] if args.word_counts else _match(args.input)
@@ -213,7 +218,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         )
         return 128 + signum
     _check_vocabulary_reached(args, tokenizer, checkpoint, stats)
-    if base is not None:
+    if base is not None and not superwords.wanted(args):  # a rank file's preset has no stage-two regex
         extend.write_rank_file(base, tokenizer, output, stats)
     _write_results(tokenizer, output, stats, started, checkpoint)
     return 0
@@ -301,6 +306,8 @@ def _merge_phase(args: argparse.Namespace, table: dict, checkpoint: Checkpoint, 
     resume_from = checkpoint.load() if args.resume else []
     stats.resumed_from_merges = len(resume_from)
     checkpoint.save(resume_from)  # from here on, --resume continues these merges
+    if superwords.wanted(args):
+        return superwords.learn(args, base, table, resume_from, checkpoint, stats)
     if base is not None:
         return extend.learn(args, base, table, resume_from, checkpoint, stats)
     train_started = time.monotonic()
@@ -450,6 +457,8 @@ def run_count_job(args: argparse.Namespace, output: str, options, files: int | N
             sort_by=("word", "source") if rule is not None else ("word",),
         )
     )
+    if superwords.wanted(args):
+        superwords.count(texts, output)
     read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(output)
     kept = (f"no counts are kept in {output} (the next run removes the leftovers): rerun the same command, "
             "with or without --resume, to count again")
@@ -488,6 +497,7 @@ def _check_misspelled_flags(beam_args: list[str]) -> None:
 def _check_settings(args: argparse.Namespace) -> str:
     """Checks every value that does not need the file system; returns the output dir."""
     sources.check_settings(args)
+    superwords.check_settings(args)  # first: --superword-merges K gives --extend its --new-tokens K
     extend.check_settings(args)
     if args.vocab_size is None and not args.extend:
         raise UserError("--vocab-size is required (or --extend BASE --new-tokens K)")

@@ -27,7 +27,7 @@ from bpe.training.extension import check_extension_merges
 from bpe.training.trainer import check_merges
 from pipeline import outputs
 from pipeline.errors import UserError
-from pipeline.train import sources
+from pipeline.train import sources, superwords
 from pipeline.train.stats import COUNTED, TrainStats
 from pipeline.train.word_counts import num_rows
 
@@ -70,6 +70,8 @@ def count_settings(args: argparse.Namespace, files: list[str], runs_of: str | No
         # The sources decide the table's rows, and with --min-word-count (weighted) which pieces stay.
         **sources.settings(args),
         "runs_of": runs_of,
+        # The stage-two pieces are counted too (``pipeline.train.superwords``); only then the key is there.
+        **({"superwords": True} if superwords.wanted(args) else {}),
     }
 
 
@@ -216,8 +218,8 @@ def _other_setting(key: str, then, now) -> str:
 
 def merge_settings(args: argparse.Namespace, base=None) -> dict:
     """What the merges depend on besides the word-count table: min_frequency and the
-    tie-break; the pattern, because the table was counted with it; the sources; and the
-    tokenizer being extended (``train --extend``), by its SHA-256."""
+    tie-break; the pattern, because the table was counted with it; the sources; the
+    tokenizer being extended (``train --extend``), by its SHA-256; and the superword stage."""
     return {
         "min_frequency": args.min_frequency,
         "pattern": args.pattern,
@@ -226,13 +228,17 @@ def merge_settings(args: argparse.Namespace, base=None) -> dict:
         "global_merges": args.global_merges or 0,
         **sources.settings(args),
         "extend": base.sha256 if base is not None else None,
+        # Stage one ends at the transition, and superword merges are not an ordinary extension's.
+        "superword_transition": getattr(args, "superword_transition", None),
+        "superword_merges": bool(getattr(args, "superword_merges", None)),
     }
 
 
 def asked_size(args: argparse.Namespace) -> dict:
     """What says how many merges to learn: --vocab-size and the special tokens, or --new-tokens."""
     return {"vocab_size": args.vocab_size, "special_tokens": list(args.special_token),
-            "new_tokens": getattr(args, "new_tokens", None)}
+            "new_tokens": getattr(args, "new_tokens", None),
+            "superword_merges": getattr(args, "superword_merges", None)}
 
 
 def check_finished_result(output: str, recorded: dict | None, learned_with: dict) -> None:
@@ -307,6 +313,8 @@ class Checkpoint:
         data.setdefault("tie_break", "bytes")  # checkpoints of versions before --tie-break
         for key, value in (("parity", False), ("global_merges", 0), ("source_field", None), ("source_weight", None)):
             data.setdefault(key, value)  # and before sources
+        for key, value in (("superword_transition", None), ("superword_merges", False)):
+            data.setdefault(key, value)  # and before superwords
         for key, value in self.settings.items():
             if data.get(key) != value:
                 what = "another word-count table" if key == "word_counts" else (
