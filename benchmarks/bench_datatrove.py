@@ -85,6 +85,63 @@ def datatrove_job(argv: list[str]) -> None:
     executor.run()
 
 
+def datatrove_parts(argv: list[str]) -> None:
+    """``--datatrove-parts INPUT_DIR TOKENIZER_JSON``: datatrove's two costs in one process, on
+    one thread unless ``RAYON_NUM_THREADS`` allows more: reading the shards as ``JsonlReader``
+    does (gzip, text mode, ``orjson.loads`` per line), then ``encode_batch`` with the tokenizer
+    as ``DocumentTokenizer`` sets it up (EOS appended), in its batches of 10,000 documents.
+    Prints JSON: wall and CPU seconds of each, and the tokens."""
+    import gzip as gz
+
+    import orjson
+    from tokenizers import Tokenizer
+    from tokenizers.processors import TemplateProcessing
+
+    input_dir, tokenizer = argv
+    wall, cpu = time.perf_counter(), time.process_time()
+    texts = []
+    for path in sorted(glob.glob(os.path.join(input_dir, "*.jsonl.gz"))):
+        with gz.open(path, "rt", encoding="utf-8") as f:
+            texts.extend(orjson.loads(line)["text"] for line in f)
+    read = (time.perf_counter() - wall, time.process_time() - cpu)
+    tok = Tokenizer.from_file(tokenizer)
+    tok.post_processor = TemplateProcessing(single="$A <EOS>", special_tokens=[("<EOS>", tok.token_to_id(EOS))],
+                                            pair=None)
+    wall, cpu, tokens = time.perf_counter(), time.process_time(), 0
+    for start in range(0, len(texts), 10_000):
+        tokens += sum(len(e.ids) for e in tok.encode_batch(texts[start:start + 10_000]))
+    encode = (time.perf_counter() - wall, time.process_time() - cpu)
+    print(json.dumps({"read": read, "encode": encode, "tokens": tokens, "documents": len(texts)}))
+
+
+def beam_parts(argv: list[str]) -> None:
+    """``--beam-parts INPUT_DIR TOKENIZER_JSON``: the same two costs with beam-bpe's engine
+    chain (as ``BEAM_BPE_ENGINES`` allows) and with tiktoken's ``encode_ordinary``, one document
+    at a time; the shards read with ``json``. Prints JSON as ``--datatrove-parts`` does."""
+    import gzip as gz
+
+    import bpe
+
+    input_dir, tokenizer = argv
+    wall, cpu = time.perf_counter(), time.process_time()
+    texts = []
+    for path in sorted(glob.glob(os.path.join(input_dir, "*.jsonl.gz"))):
+        with gz.open(path, "rt", encoding="utf-8") as f:
+            texts.extend(json.loads(line)["text"] for line in f)
+    read = (time.perf_counter() - wall, time.process_time() - cpu)
+    tok = bpe.Tokenizer.load(tokenizer)
+    engine = tok.engine
+    found = {"read": read, "documents": len(texts), "engine": getattr(engine, "name", type(engine).__name__)}
+    encoding = tok.to_tiktoken()
+    for name, encode in (("encode", engine.encode_array), ("tiktoken", encoding.encode_ordinary)):
+        wall, cpu, tokens = time.perf_counter(), time.process_time(), 0
+        for text in texts:
+            tokens += len(encode(text)) + 1  # the EOS token
+        found[name] = (time.perf_counter() - wall, time.process_time() - cpu)
+        found[f"{name}_tokens"] = tokens
+    print(json.dumps(found))
+
+
 # --- the benchmark ---------------------------------------------------------------------------
 
 def _children_cpu() -> float:
@@ -293,6 +350,10 @@ def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--datatrove-job"]:
         return datatrove_job(argv[1:])
+    if argv[:1] == ["--datatrove-parts"]:
+        return datatrove_parts(argv[1:])
+    if argv[:1] == ["--beam-parts"]:
+        return beam_parts(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=float, default=60, help="MB of benchmark text (default 60)")
     parser.add_argument("--vocab", type=int, default=32000)
@@ -305,6 +366,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="datatrove's default shuffled copy of each task's file")
     parser.add_argument("--clean", action="store_true",
                         help="also run everything on the same shards without the invalid bytes")
+    parser.add_argument("--parts", action="store_true",
+                        help="then, on the shards without the invalid bytes, each tool's reading and encoding "
+                             "alone in one process (one thread, and datatrove's tokenizer on every core)")
     args = parser.parse_args(argv)
 
     _become_subreaper()
@@ -398,7 +462,39 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  datatrove's warnings ({len(warnings)}):")
         for line in warnings:
             print(f"    {line[:300]}")
+    if args.parts:
+        print_parts(python, base_env, datatrove_env, clean, tokenizer)
     shutil.rmtree(work, ignore_errors=True)
+
+
+def print_parts(python: str, base_env: dict, datatrove_env: dict, clean: str, tokenizer: str) -> None:
+    """Each tool's reading and encoding alone, in one process (``--parts``)."""
+    def parts(command: list[str], env: dict) -> dict:
+        out = subprocess.run(command, env=env, capture_output=True, text=True)
+        if out.returncode:
+            sys.exit(f"{' '.join(command[:3])} failed:\n{out.stderr[-3000:]}")
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    this = os.path.abspath(__file__)
+    print("\nparts, one process, the shards without the invalid bytes (wall s / CPU s):")
+    for threads in ("1", None):
+        env = {k: v for k, v in datatrove_env.items() if k != "RAYON_NUM_THREADS"}
+        if threads:
+            env["RAYON_NUM_THREADS"] = threads
+        found = parts([python, this, "--datatrove-parts", clean, tokenizer], env)
+        what = "one thread" if threads else f"RAYON_NUM_THREADS unset ({os.cpu_count()} cores)"
+        print(f"  datatrove's reading (gzip, orjson): {found['read'][0]:.2f} / {found['read'][1]:.2f}; "
+              f"HF tokenizers encode_batch, {what}: {found['encode'][0]:.2f} / {found['encode'][1]:.2f} "
+              f"({found['tokens']} tokens, {found['documents']} documents)")
+    for engines in (None, "tiktoken,python"):
+        env = dict(base_env, RAYON_NUM_THREADS="1")
+        if engines:
+            env["BEAM_BPE_ENGINES"] = engines
+        found = parts([sys.executable, "-m", "benchmarks.bench_datatrove", "--beam-parts", clean, tokenizer], env)
+        print(f"  beam-bpe's engine chain ({found['engine']}, BEAM_BPE_ENGINES={engines or 'unset'}), one thread: "
+              f"{found['encode'][0]:.2f} / {found['encode'][1]:.2f} ({found['encode_tokens']} tokens); "
+              f"tiktoken encode_ordinary: {found['tiktoken'][0]:.2f} / {found['tiktoken'][1]:.2f}; "
+              f"reading (gzip, json): {found['read'][0]:.2f} / {found['read'][1]:.2f}")
 
 
 if __name__ == "__main__":
