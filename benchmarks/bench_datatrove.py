@@ -1,7 +1,7 @@
 """``beam-bpe encode`` side by side with datatrove's ``DocumentTokenizer``, alternating.
 
     python -m benchmarks.bench_datatrove [--mb 60] [--vocab 32000] [--runs 3] \
-        [--datatrove-venv DIR] [--clean]
+        [--datatrove-venv DIR] [--clean] [--parts] [--datatrove-shuffle]
 
 The peer users compare the encode job with: datatrove's ``JsonlReader`` then
 ``DocumentTokenizer`` (Hugging Face tokenizers, ``encode_batch``) under
@@ -29,7 +29,8 @@ forkserver workers) and of the whole machine (``/proc/stat``: every process);
 the documents and tokens each tool wrote, counted from its output files (Parquet
 rows and list lengths; datatrove's ``.ds.index`` entries and ``.ds`` bytes), not
 from its logs. After the last round, the IDs of every document both wrote are
-compared, and the documents datatrove did not write are listed by shard.
+compared, and the documents datatrove did not write are listed by shard. With
+``--parts``, each tool's reading and encoding are then timed alone, in one process.
 
 datatrove runs in its own virtual environment (``--datatrove-venv``, made and
 filled from PyPI on first use: ``datatrove==0.10.1 orjson tokenizers``): its
@@ -42,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import errno
 import glob
 import gzip
 import json
@@ -91,8 +91,6 @@ def datatrove_parts(argv: list[str]) -> None:
     does (gzip, text mode, ``orjson.loads`` per line), then ``encode_batch`` with the tokenizer
     as ``DocumentTokenizer`` sets it up (EOS appended), in its batches of 10,000 documents.
     Prints JSON: wall and CPU seconds of each, and the tokens."""
-    import gzip as gz
-
     import orjson
     from tokenizers import Tokenizer
     from tokenizers.processors import TemplateProcessing
@@ -101,7 +99,7 @@ def datatrove_parts(argv: list[str]) -> None:
     wall, cpu = time.perf_counter(), time.process_time()
     texts = []
     for path in sorted(glob.glob(os.path.join(input_dir, "*.jsonl.gz"))):
-        with gz.open(path, "rt", encoding="utf-8") as f:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
             texts.extend(orjson.loads(line)["text"] for line in f)
     read = (time.perf_counter() - wall, time.process_time() - cpu)
     tok = Tokenizer.from_file(tokenizer)
@@ -118,15 +116,13 @@ def beam_parts(argv: list[str]) -> None:
     """``--beam-parts INPUT_DIR TOKENIZER_JSON``: the same two costs with beam-bpe's engine
     chain (as ``BEAM_BPE_ENGINES`` allows) and with tiktoken's ``encode_ordinary``, one document
     at a time; the shards read with ``json``. Prints JSON as ``--datatrove-parts`` does."""
-    import gzip as gz
-
     import bpe
 
     input_dir, tokenizer = argv
     wall, cpu = time.perf_counter(), time.process_time()
     texts = []
     for path in sorted(glob.glob(os.path.join(input_dir, "*.jsonl.gz"))):
-        with gz.open(path, "rt", encoding="utf-8") as f:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
             texts.extend(json.loads(line)["text"] for line in f)
     read = (time.perf_counter() - wall, time.process_time() - cpu)
     tok = bpe.Tokenizer.load(tokenizer)
