@@ -52,13 +52,15 @@ def _hosts(engine: str, taskmanagers: int) -> list[network.Host]:
     return network.hosts(engine, names)
 
 
-def _beam_args(engine: str, taskmanagers: int) -> list[str]:
+def _beam_args(engine: str, taskmanagers: int, hosts: list[network.Host]) -> list[str]:
     args = [
         "--runner=PortableRunner", f"--job_endpoint={jobserver.endpoint(engine)}",
         "--environment_type=EXTERNAL", f"--environment_config=localhost:{sdk_pools.PORT}",
     ]
     if engine == "flink":
-        args.append(f"--parallelism={taskmanagers * flink.SLOTS}")
+        # --flink_master: Beam's Flink job server does not cancel the job on the cluster when asked
+        # to; beam-bpe then cancels it through Flink's REST API (pipeline/job_service.py).
+        args += [f"--parallelism={taskmanagers * flink.SLOTS}", f"--flink_master={flink.rest_url(hosts)}"]
     return args
 
 
@@ -92,7 +94,7 @@ def up(state: StateDir, engine: str, taskmanagers: int) -> dict:
     jobserver.start_if_missing(state, engine, hosts, lib, launcher)
     sdk_pools.start_missing(state, engine, hosts[1:])
     description = {
-        "engine": engine, "taskmanagers": taskmanagers, "beam_args": _beam_args(engine, taskmanagers),
+        "engine": engine, "taskmanagers": taskmanagers, "beam_args": _beam_args(engine, taskmanagers, hosts),
         "shared_dir": str(state.shared), "rest": rest,
     }
     state.description_file(engine).write_text(json.dumps(description) + "\n")
