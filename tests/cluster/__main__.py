@@ -2,7 +2,7 @@
 
     python -m tests.cluster up --engine flink|spark --taskmanagers N --state-dir DIR
     python -m tests.cluster kill-taskmanager --state-dir DIR --index N [--engine flink|spark]
-    python -m tests.cluster down --state-dir DIR
+    python -m tests.cluster down --state-dir DIR [--engine flink|spark]
 
 `up` installs what is missing, then starts whatever of the cluster is not running: on a
 cluster that is up it only brings back the workers that are down. Its last line on stdout is
@@ -115,9 +115,10 @@ def kill_taskmanager(state: StateDir, index: int, engine: str | None) -> None:
     _say(f"{engine} worker {host.name}: " + (f"killed PID {killed}" if killed else "was not running"))
 
 
-def down(state: StateDir) -> None:
-    """Stops everything `up` started in ``state``, and removes the namespaces and links."""
-    for engine in ENGINES:
+def down(state: StateDir, engines: list[str]) -> None:
+    """Stops everything `up` started in ``state`` for ``engines``, and removes their namespaces
+    and links."""
+    for engine in engines:
         described = state.description(engine)
         run = state.root / "run" / engine
         if described is None and not run.is_dir():
@@ -146,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     kill.add_argument("--engine", choices=ENGINES)
     stop = commands.add_parser("down", help="stop everything and remove the namespaces")
     stop.add_argument("--state-dir", required=True)
+    stop.add_argument("--engine", choices=ENGINES, help="only this engine's cluster (default: both)")
     args = parser.parse_args(argv)
     _check_machine()
     state = StateDir.at(args.state_dir)
@@ -157,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "kill-taskmanager":
             kill_taskmanager(state, args.index, args.engine)
         else:
-            down(state)
+            down(state, [args.engine] if args.engine else list(ENGINES))
     return 0
 
 
