@@ -193,6 +193,10 @@ def check_beam_args(beam_args: Sequence[str], our_flags: Sequence[str] = ()) -> 
         beam_flags = [s for action in parser._actions for s in action.option_strings if s.startswith("--")]  # noqa: SLF001
         _, unknown = parser.parse_known_args(list(beam_args))
     if not unknown:
+        if asked:
+            # Beam's Python side warns of the job service's options every time it parses the
+            # flags ("Discarding unparseable args"), yet passes them on at submission: checked, so quiet.
+            logging.getLogger("apache_beam.options.pipeline_options").setLevel(logging.ERROR)
         return
     arg = unknown[0]
     if not arg.startswith("-"):
