@@ -21,7 +21,8 @@ from tests.cluster import daemons, network
 from tests.cluster.install import JAVA_HOME
 from tests.cluster.state import StateDir
 
-JOB_PORTS = {"flink": 18099, "spark": 18199}  # the job service; the artifact service is the port below
+# The job service's port (Flink's: Beam's default, as configs/flink.yaml says); artifacts on the port below.
+JOB_PORTS = {"flink": 8099, "spark": 8199}
 _START_SECONDS = 90
 _NAME = "jobserver"
 
@@ -69,12 +70,14 @@ def start_if_missing(state: StateDir, engine: str, hosts: list[network.Host], li
       launcher: the launcher jar (Flink only).
     """
     directory = state.host_dir(engine, "js")
+    port = JOB_PORTS[engine]
     if daemons.pid(_NAME, directory) is not None:
-        return
+        if network.listening("127.0.0.1", port):
+            return
+        daemons.stop(_NAME, directory)  # started with other settings (an older recipe): start it again
     artifacts = state.shared / f"artifacts-{engine}"  # the SDK workers read them: shared storage
     artifacts.mkdir(parents=True, exist_ok=True)
     command = _flink_command(state, hosts, lib, launcher) if engine == "flink" else _spark_command(state, hosts, lib)
-    port = JOB_PORTS[engine]
     started = daemons.start(_NAME, [
         f"{JAVA_HOME}/bin/java", f"-Djdk.net.hosts.file={state.run(engine) / 'hosts'}", f"-Djava.io.tmpdir={directory}",
         "-Dorg.slf4j.simpleLogger.showDateTime=true", "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",

@@ -12,13 +12,11 @@ network namespace) gives what DirectRunner gives, byte for byte, and loses nothi
 
 from __future__ import annotations
 
-import filecmp
 import json
 import pathlib
 import shutil
 import signal
 import subprocess
-import sysconfig
 import time
 import uuid
 
@@ -28,6 +26,7 @@ import pytest
 from tests.cluster import daemons
 from tests.cluster import flink as flink_hosts
 from tests.cluster.fixtures import BEAM_BPE, MARKS, STATE_DIR, beam_bpe, cluster
+from tests.cluster.outputs import same_files, same_training, write_corpus
 from tests.cluster.state import StateDir
 
 pytestmark = MARKS
@@ -36,25 +35,12 @@ VOCAB = "600"
 COPIES = 6  # the fault tests' corpus: the small one this many times, ~20 MB, long enough to kill a host in
 
 
-def _write_corpus(directory: pathlib.Path, copies: int) -> pathlib.Path:
-    """Standard-library modules as JSON Lines, 3 files per copy, ids unique across copies."""
-    modules = sorted(pathlib.Path(sysconfig.get_path("stdlib")).glob("*.py"))[:120]
-    texts = [(m.stem, m.read_text(encoding="utf-8", errors="replace")) for m in modules]
-    directory.mkdir(parents=True)
-    for copy in range(copies):
-        for k in range(3):
-            with open(directory / f"part-{copy}-{k}.jsonl", "w", encoding="utf-8") as out:
-                for name, text in texts[k::3]:
-                    out.write(json.dumps({"id": f"{copy}-{name}", "text": text}) + "\n")
-    return directory
-
-
 @pytest.fixture(scope="module")
 def work(flink_cluster):
     """A directory on the cluster's shared storage with the inputs and DirectRunner's outputs."""
     root = pathlib.Path(flink_cluster["shared_dir"]) / f"test-{uuid.uuid4().hex[:8]}"
-    small = _write_corpus(root / "small", 1)
-    big = _write_corpus(root / "big", COPIES)
+    small = write_corpus(root / "small", 1)
+    big = write_corpus(root / "big", COPIES)
     direct = {
         "tok": ["train", "--input", f"{small}/*.jsonl", "--vocab-size", VOCAB],
         "enc": ["encode", "--tokenizer", str(root / "direct-tok"), "--input", f"{small}/*.jsonl"],
@@ -66,22 +52,6 @@ def work(flink_cluster):
         assert code == 0, err
     yield root
     shutil.rmtree(root, ignore_errors=True)
-
-
-def same_files(a: pathlib.Path, b: pathlib.Path, skip: tuple[str, ...] = ()) -> None:
-    """Every file under ``a`` and ``b`` is there in both, with the same bytes."""
-    names_a = sorted(str(p.relative_to(a)) for p in a.rglob("*") if p.is_file() and p.name not in skip)
-    names_b = sorted(str(p.relative_to(b)) for p in b.rglob("*") if p.is_file() and p.name not in skip)
-    assert names_a == names_b
-    _, mismatch, errors = filecmp.cmpfiles(a, b, names_a, shallow=False)
-    assert mismatch == [] and errors == []
-
-
-def same_training(a: pathlib.Path, b: pathlib.Path) -> None:
-    """The same tokenizer.json, byte for byte, and the same word-count table, row for row."""
-    assert (a / "tokenizer.json").read_bytes() == (b / "tokenizer.json").read_bytes()
-    rows = [sorted(zip(*pq.read_table(d / "word_counts.parquet").to_pydict().values())) for d in (a, b)]
-    assert rows[0] == rows[1] and len(rows[0]) == len({word for word, _ in rows[0]})
 
 
 def test_train_on_flink_gives_directrunners_tokenizer_and_word_counts(flink, work):
@@ -215,3 +185,13 @@ def test_a_failed_job_leaves_nothing_complete_and_a_rerun_completes(flink, work,
         same_files(out, work / "direct-big")
     else:
         same_training(out, work / "direct-bigtok")
+
+
+def test_the_flink_preset_works_as_shipped(flink, work):
+    """configs/flink.yaml as shipped: the job server at localhost:8099, worker pools at
+    localhost:50000 on each TaskManager host."""
+    out = work / "flink-preset"
+    code, err = beam_bpe("train", "--config", "flink", "--input", f"{work}/small/*.jsonl", "--vocab-size", VOCAB,
+                         "--output", str(out))
+    assert code == 0, err
+    same_training(out, work / "direct-tok")
