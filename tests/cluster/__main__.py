@@ -129,6 +129,12 @@ def down(state: StateDir, engines: list[str]) -> None:
         jobserver.stop(state, engine)
         for host in reversed(hosts):  # the workers before their master
             daemons.stop(host.name, state.host_dir(engine, host.name))
+        for host in hosts:
+            # What a killed daemon left behind (a Spark executor outlives its killed worker):
+            # anything in the cluster's own namespaces is the cluster's.
+            for orphan in network.processes_in(host.netns):
+                _say(f"{engine}: stopping PID {orphan}, left in {host.netns}")
+                daemons.kill_pid(orphan)
         network.down(engine, hosts)
         state.description_file(engine).unlink(missing_ok=True)
         _say(f"{engine} is down")

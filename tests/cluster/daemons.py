@@ -87,6 +87,13 @@ def kill(name: str, run_dir: pathlib.Path) -> int | None:
     return number
 
 
+def kill_pid(number: int) -> None:
+    """SIGKILLs a process and waits until it has ended."""
+    with contextlib.suppress(OSError):
+        os.kill(number, signal.SIGKILL)
+    wait_until(lambda: _start_time(number) is None, f"PID {number} to end", 10)
+
+
 def stop(name: str, run_dir: pathlib.Path) -> None:
     """Stops the daemon and what it started (a worker pool's SDK workers): SIGTERM, then
     SIGKILL after a while; removes its PID file."""

@@ -2,11 +2,14 @@
 
 Each worker offers 2 cores and 4 GB. Beam's Spark runner ships the job server's whole
 classpath (some 400 jars) with every application, and each worker copies it into its work
-directory: the worker cleans up the directories of finished applications every minute
-(``spark.worker.cleanup.*``), so the disk stays bounded over many jobs.
+directory (about 420 MB): the worker removes the directories of finished applications a minute
+or two after they end (``spark.worker.cleanup.*``), and a worker starts with an empty one, so
+the disk stays bounded over many jobs.
 """
 
 from __future__ import annotations
+
+import shutil
 
 from tests.cluster import daemons, network
 from tests.cluster.install import JAVA_HOME
@@ -71,7 +74,9 @@ def start_missing(state: StateDir, hosts: list[network.Host]) -> None:
     for worker in hosts[1:]:
         directory = state.host_dir("spark", worker.name)
         if daemons.pid(worker.name, directory) is None:
-            (directory / "work").mkdir(exist_ok=True)
+            # Application directories a stopped or killed worker left are nobody's now.
+            shutil.rmtree(directory / "work", ignore_errors=True)
+            (directory / "work").mkdir()
             _start(state, worker, _WORKER_CLEANUP, [
                 "org.apache.spark.deploy.worker.Worker", "--host", worker.address, "--cores", "2", "--memory", "4g",
                 "--webui-port", "8082", f"spark://{master.address}:{MASTER_PORT}"])
