@@ -146,3 +146,23 @@ def test_a_portable_job_gets_a_name_of_its_own_and_a_given_one_stays():
     given = pipeline_options(["--runner=PortableRunner", "--job_endpoint=localhost:1", "--job_name=mine"])
     assert given.view_as(GoogleCloudOptions).job_name == "mine"
     assert pipeline_options([]).view_as(GoogleCloudOptions).job_name is None
+
+
+def test_an_interrupt_while_waiting_for_a_job_elsewhere_cancels_it(capsys):
+    from apache_beam.runners.portability.portable_runner import PipelineResult
+
+    from pipeline.runtime import cancel_on_stop
+
+    cancelled = []
+    elsewhere = PipelineResult(None, "job", iter(()), iter(()))
+    with pytest.raises(KeyboardInterrupt), cancel_on_stop(elsewhere, lambda: cancelled.append("job")):
+        raise KeyboardInterrupt
+    assert cancelled == ["job"]
+    assert capsys.readouterr().err == "beam-bpe: interrupted, and the job was cancelled\n"
+
+    class HereResult:  # a DirectRunner job: it ends with this process
+        pass
+
+    with pytest.raises(KeyboardInterrupt), cancel_on_stop(HereResult(), lambda: cancelled.append("here")):
+        raise KeyboardInterrupt
+    assert cancelled == ["job"]
