@@ -123,7 +123,9 @@ def down(state: StateDir, engines: list[str]) -> None:
         run = state.root / "run" / engine
         if described is None and not run.is_dir():
             continue
-        taskmanagers = described["taskmanagers"] if described else len(list(run.glob("tm*"))) or 1
+        # Without a description (an `up` that failed half-way): as many workers as have a directory.
+        workers = len(list(run.glob("tm*")) + list(run.glob("worker*")))
+        taskmanagers = described["taskmanagers"] if described else max(workers, 1)
         hosts = _hosts(engine, taskmanagers)
         sdk_pools.stop(state, engine, hosts[1:])
         jobserver.stop(state, engine)
