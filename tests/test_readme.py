@@ -272,7 +272,7 @@ def test_every_command_a_page_shows_runs(page, request, tmp_path):
 @pytest.mark.cluster
 @pytest.mark.xdist_group("cluster")
 def test_the_readme_cluster_section_runs_on_a_cluster(base_directory, tmp_path, flink_cluster):
-    """The cluster section as written: up (the test session's cluster, so nothing new starts),
+    """The cluster section as written: up (the pytest run's cluster, so nothing new starts),
     train and encode on it, the same shards as DirectRunner's, down."""
     from tests.cluster.fixtures import STATE_DIR
 

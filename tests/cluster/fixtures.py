@@ -1,4 +1,4 @@
-"""Pytest fixtures for the cluster tests: a cluster per test session, and its inputs.
+"""Pytest fixtures for the cluster tests: one cluster per pytest run.
 
     flink_cluster   `python -m tests.cluster up --engine flink` once, `down` after the last test
     spark_cluster   the same with Spark
@@ -42,7 +42,7 @@ def beam_bpe(*argv: str, cwd: pathlib.Path | None = None) -> tuple[int, str]:
     return done.returncode, done.stderr
 
 
-def _session_cluster(engine: str):
+def _cluster_of_the_run(engine: str):
     if os.geteuid() != 0:
         pytest.skip("the cluster tests need root: each host gets its own network namespace")
     description = cluster("up", "--engine", engine, "--taskmanagers", "2" if engine == "flink" else "1")
@@ -52,19 +52,19 @@ def _session_cluster(engine: str):
 
 @pytest.fixture(scope="session")
 def flink_cluster():
-    """The Flink cluster of the test session: `up`'s description (beam_args, shared_dir, rest)."""
-    yield from _session_cluster("flink")
+    """The Flink cluster of the pytest run: `up`'s description (beam_args, shared_dir, rest)."""
+    yield from _cluster_of_the_run("flink")
 
 
 @pytest.fixture(scope="session")
 def spark_cluster():
-    """The Spark cluster of the test session."""
-    yield from _session_cluster("spark")
+    """The Spark cluster of the pytest run."""
+    yield from _cluster_of_the_run("spark")
 
 
 @pytest.fixture
 def flink(flink_cluster):
-    """The session's Flink cluster, brought back first if a test took a worker or all of it down."""
+    """The run's Flink cluster, brought back first if a test took a worker or all of it down."""
     return cluster("up", "--engine", "flink", "--taskmanagers", "2")
 
 
