@@ -13,6 +13,8 @@ as a command, brought up if it is not). Measures, side by side in one run:
 - a one-document encode on the running cluster, end to end (the command's wall time);
 - the large encode's wall time on both runners.
 
+A cluster that was not up is stopped at the end (`down`); one that was up stays up.
+
 Outputs are checked equal (shards and stats.json byte for byte) before a figure is printed.
 """
 
@@ -104,7 +106,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--one-document-runs", type=int, default=5)
     parser.add_argument("--state-dir", default="/var/tmp/beam-bpe-cluster")
     args = parser.parse_args(argv)
+    was_up = Path(args.state_dir, "run", "flink.json").is_file()
     flink = cluster(args.state_dir, "up", "--engine", "flink", "--taskmanagers", "2")
+    try:
+        measure(args, flink)
+    finally:
+        if not was_up:  # a cluster this command started, it stops
+            cluster(args.state_dir, "down", "--engine", "flink")
+
+
+def measure(args: argparse.Namespace, flink: dict) -> None:
+    """The runs and the figures, on the running cluster ``flink`` (`up`'s description)."""
     work = Path(flink["shared_dir"]) / "bench"
     docs = corpus_text(int(args.mb * 1e6))
     sizes = {"small": write_corpus(work / "small", docs, 1), "large": write_corpus(work / "large", docs, args.copies)}
