@@ -13,6 +13,7 @@ it installs (Flink, Spark, the job-server jars) stays there for the next run. Wi
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pathlib
@@ -42,22 +43,33 @@ def beam_bpe(*argv: str, cwd: pathlib.Path | None = None) -> tuple[int, str]:
     return done.returncode, done.stderr
 
 
-def _cluster_of_the_run(engine: str):
+@pytest.fixture(scope="session")
+def _one_worker_at_a_time():
+    """Holds STATE_DIR's test lock for the whole pytest worker: should xdist hand cluster tests to
+    two workers (``--dist loadgroup`` was seen to), the second waits until the first has run its
+    share and taken the clusters down, instead of sharing or stopping them under it."""
     if os.geteuid() != 0:
         pytest.skip("the cluster tests need root: each host gets its own network namespace")
+    os.makedirs(STATE_DIR, exist_ok=True)
+    with open(os.path.join(STATE_DIR, ".tests.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _cluster_of_the_run(engine: str):
     description = cluster("up", "--engine", engine, "--taskmanagers", "2" if engine == "flink" else "1")
     yield description
     cluster("down", "--engine", engine)
 
 
 @pytest.fixture(scope="session")
-def flink_cluster():
+def flink_cluster(_one_worker_at_a_time):
     """The Flink cluster of the pytest run: `up`'s description (beam_args, shared_dir, rest)."""
     yield from _cluster_of_the_run("flink")
 
 
 @pytest.fixture(scope="session")
-def spark_cluster():
+def spark_cluster(_one_worker_at_a_time):
     """The Spark cluster of the pytest run."""
     yield from _cluster_of_the_run("spark")
 
