@@ -20,7 +20,8 @@ its workers, through its ``watch_counters`` (only while progress is shown); on
 a runner whose ``run()`` returns while the job runs (portable runners: Flink,
 Spark, Prism, Dataflow) from its result's metrics, asked again at every line.
 A runner that gives none while the job runs gets the elapsed time only, and a
-line saying so, once. On a stop (SIGINT, SIGTERM) the bar is cleared before
+line saying so, once. A stop while a job runs on a cluster cancels it there
+(``runtime.cancel_on_stop``, ``job_service.cancel``). On a stop (SIGINT, SIGTERM) the bar is cleared before
 ``pipeline.runtime.stopping`` prints its one line.
 """
 
@@ -34,6 +35,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+from pipeline import job_service, runtime
 from pipeline.errors import UserError
 from pipeline.runners import committed_counters
 from transforms import metrics
@@ -129,7 +131,8 @@ class Progress:
         progress shown meanwhile; returns the result."""
         if not self.enabled:
             result = pipeline.run()
-            result.wait_until_finish()
+            with runtime.cancel_on_stop(result, lambda: job_service.cancel(result, pipeline.options)):
+                result.wait_until_finish()
             return result
         # The FnApiRunner of pipeline.runtime reads the counters from its workers as the job goes.
         watch = getattr(pipeline.runner, "watch_counters", None)
@@ -138,7 +141,8 @@ class Progress:
             result = pipeline.run()
             if display.source is None:  # run() returned while the job runs: ask its result
                 display.source = lambda: committed_counters(_fresh(result)) or None
-            result.wait_until_finish()
+            with runtime.cancel_on_stop(result, lambda: job_service.cancel(result, pipeline.options)):
+                result.wait_until_finish()
             display.finish(lambda: committed_counters(_fresh(result)))
         return result
 

@@ -26,14 +26,20 @@ how its worker processes start, is ``pipeline.runtime``'s.
 """
 from __future__ import annotations
 
+import datetime
 import difflib
+import functools
 import logging
+import secrets
 import weakref
 from typing import Sequence
 
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, _BeamArgumentParser
+from apache_beam.options.pipeline_options import (
+    DirectOptions, GoogleCloudOptions, PipelineOptions, PortableOptions, StandardOptions, _BeamArgumentParser,
+)
 
+from pipeline import job_service
 from pipeline.errors import UserError
 
 __all__ = [
@@ -118,13 +124,49 @@ def _all_option_classes() -> list[type]:
     return list(classes.values())
 
 
+_ASK_SECONDS = 15.0  # at most this long (or --job_server_timeout, if shorter) for the job service's answer
+
+
+@functools.lru_cache(maxsize=8)
+def _advertised(endpoint: str, timeout: float) -> tuple[job_service.AdvertisedOption, ...]:
+    try:
+        return tuple(job_service.advertised_options(endpoint, timeout))
+    except Exception as e:  # noqa: BLE001 - grpc's errors: unreachable, timed out
+        first = str(e).splitlines()[0] if str(e).strip() else f"no answer within {timeout:.0f} s"
+        raise UserError(f"cannot ask the job service at {endpoint} which options it knows: {first}") from None
+
+
+def _add_advertised(parser: _BeamArgumentParser, options: PipelineOptions) -> bool:
+    """Adds the options the job service (``--job_endpoint``) advertises to ``parser``, as
+    Beam's PortableRunner does when it submits; False when no job service is named."""
+    portable = options.view_as(PortableOptions)
+    if not portable.job_endpoint or portable.job_endpoint == "embed" or is_direct(options):
+        return False
+    for option in _advertised(portable.job_endpoint, min(float(portable.job_server_timeout or 60), _ASK_SECONDS)):
+        kwargs: dict = {"action": "store"}
+        if option.type == "BOOLEAN":
+            kwargs["action"] = "store_true" if option.default != "true" else "store_false"
+        elif option.type == "INTEGER":
+            kwargs["type"] = int
+        elif option.type == "ARRAY":
+            kwargs["action"] = "append"
+        try:
+            parser.add_argument(f"--{option.name}", **kwargs)
+        except Exception:  # noqa: BLE001 - one Beam's Python side knows already: it stands
+            continue
+    return True
+
+
 def check_beam_args(beam_args: Sequence[str], our_flags: Sequence[str] = ()) -> None:
     """Refuses every argument Beam would discard: each must be a pipeline option
-    of Beam (or of the chosen runner) with a valid value.
+    of Beam, of the chosen runner, or of the job service the job goes to
+    (``--job_endpoint``, asked only when some flag is not Beam's), with a valid value.
 
     Beam itself only logs "Discarding unparseable args" and runs without them,
     so a misspelt flag, one of ours spelt with underscores, or the second file
-    of an unquoted glob would be silently dropped.
+    of an unquoted glob would be silently dropped. PortableRunner passes on every
+    option its job service advertises (Flink's ``--number_of_execution_retries``),
+    so those are accepted as it accepts them.
 
     Args:
       beam_args: the arguments our parser did not take.
@@ -146,7 +188,15 @@ def check_beam_args(beam_args: Sequence[str], our_flags: Sequence[str] = ()) -> 
     for action in parser._actions:  # noqa: SLF001
         beam_flags.extend(s for s in action.option_strings if s.startswith("--"))
     _, unknown = parser.parse_known_args(list(beam_args))
+    asked = bool(unknown) and _add_advertised(parser, options)
+    if asked:
+        beam_flags = [s for action in parser._actions for s in action.option_strings if s.startswith("--")]  # noqa: SLF001
+        _, unknown = parser.parse_known_args(list(beam_args))
     if not unknown:
+        if asked:
+            # Beam's Python side warns of the job service's options every time it parses the
+            # flags ("Discarding unparseable args"), yet passes them on at submission: checked, so quiet.
+            logging.getLogger("apache_beam.options.pipeline_options").setLevel(logging.ERROR)
         return
     arg = unknown[0]
     if not arg.startswith("-"):
@@ -159,7 +209,9 @@ def check_beam_args(beam_args: Sequence[str], our_flags: Sequence[str] = ()) -> 
     else:
         close = difflib.get_close_matches(name, [*our_flags, *beam_flags], n=1, cutoff=0.75)
         suggestion = close[0] if close else None
-    hint = f": did you mean {suggestion}?" if suggestion else " (neither a flag of beam-bpe nor a Beam pipeline option)"
+    service = " nor one the job service advertises" if asked else ""
+    hint = f": did you mean {suggestion}?" if suggestion else \
+        f" (neither a flag of beam-bpe nor a Beam pipeline option{service})"
     raise UserError(f"unknown flag {name}{hint}")
 
 
@@ -178,6 +230,9 @@ def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
     beam_args = list(beam_args)
     options = _Options(beam_args)
     check_beam_args(beam_args)
+    if not is_direct(options) and options.view_as(GoogleCloudOptions).job_name is None:
+        # A name of our own, so a job on a cluster can be found there (to cancel it: pipeline.job_service).
+        options = _Options([*beam_args, f"--job_name={_job_name()}"])
     if is_direct(options):
         # In multi_processing mode the runner re-logs every worker warning
         # (e.g. about options only the driver knows) as its own; keep errors.
@@ -188,6 +243,13 @@ def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
     # endpoint, credentials) as the job will.
     FileSystems.set_options(options)
     return options
+
+
+def _job_name() -> str:
+    """beam-bpe-YYYYMMDD-HHMMSS-xxxxxx (UTC): unique, and valid on every runner (Dataflow's
+    rule: lower-case letters, digits and hyphens)."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return f"beam-bpe-{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
 # Each _Options' views, made once per options class (weakly held: they go with their options).

@@ -54,3 +54,7 @@ def _proof_cache_of_this_run(tmp_path_factory):
         os.environ.pop(CACHE_VARIABLE, None)
     else:
         os.environ[CACHE_VARIABLE] = previous
+
+
+# The cluster tests' fixtures (tests/cluster/), for them and for the README's cluster section.
+pytest_plugins = ["tests.cluster.fixtures"]

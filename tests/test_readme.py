@@ -40,7 +40,8 @@ PAGES = ["README.md", *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.S | re.M)
 RUN = {"bash", "python"}
 SETUP = re.compile(r"^python3 -m venv \.venv && \. \.venv/bin/activate && pip install -e \S+ && (.+)$", re.M)
-README_MAX_LINES = 250
+README_MAX_LINES = 270
+CLUSTER_SECTION = "## Run on a cluster"
 
 
 def _text(page: str) -> str:
@@ -50,6 +51,13 @@ def _text(page: str) -> str:
 def _blocks(page: str) -> list[tuple[str, str]]:
     """(language, code) of every fenced block of a page, in order."""
     return FENCE.findall(_text(page))
+
+
+def _cluster_blocks() -> list[tuple[str, str]]:
+    """The README's "Run on a cluster" blocks: they need root and start a cluster, so the cluster
+    tests run them (``test_the_readme_cluster_section_runs_on_a_cluster``), not the page's test."""
+    section = _text("README.md").split(CLUSTER_SECTION, 1)[1].split("\n## ", 1)[0]
+    return FENCE.findall(section)
 
 
 def _ci_test_command() -> str:
@@ -252,10 +260,28 @@ def test_every_command_a_page_shows_runs(page, request, tmp_path):
     env = _environment(where)
     ran = 0
     for number, (language, code) in enumerate(_blocks(page), start=1):
-        if language not in RUN:
+        if language not in RUN or (page == "README.md" and (language, code) in _cluster_blocks()):
             continue
         if language == "bash" and SETUP.search(code):
             code = "\n".join(rest for rest in SETUP.findall(code) if rest != _readme_test_command())
         _run(language, code, where, env, f"{page}, block {number} ({language})")
         ran += 1
     assert ran or page != "README.md", "the README shows its commands"
+
+
+@pytest.mark.cluster
+@pytest.mark.xdist_group("cluster")
+def test_the_readme_cluster_section_runs_on_a_cluster(base_directory, tmp_path, flink_cluster):
+    """The cluster section as written: up (the pytest run's cluster, so nothing new starts),
+    train and encode on it, the same shards as DirectRunner's, down."""
+    from tests.cluster.fixtures import STATE_DIR
+
+    blocks = _cluster_blocks()
+    assert blocks and all(language == "bash" for language, _ in blocks)
+    if f"--state-dir {STATE_DIR}" not in blocks[0][1]:
+        pytest.skip(f"the README's cluster uses another state directory than this run's ({STATE_DIR})")
+    where = tmp_path / "page"
+    shutil.copytree(base_directory, where, symlinks=True)
+    for number, (language, code) in enumerate(blocks, start=1):
+        _run(language, code, where, _environment(where), f"README.md, {CLUSTER_SECTION[3:]}, block {number}")
+    assert (where / "tok-flink" / "tokenizer.json").is_file() and list((where / "shards-flink").glob("part-*"))

@@ -17,6 +17,7 @@ reaching into Beam's process model and private names, behind one facade and one 
 from pipeline.runtime.facade import (
     NOTHING_MORE_WRITTEN,
     PLAIN_BEAM_VARIABLE,
+    cancel_on_stop,
     end_idle_workers,
     end_if_worker_killed,
     exit,
@@ -27,6 +28,6 @@ from pipeline.runtime.facade import (
 )
 
 __all__ = [
-    "NOTHING_MORE_WRITTEN", "PLAIN_BEAM_VARIABLE", "end_idle_workers", "end_if_worker_killed", "exit", "is_on",
+    "NOTHING_MORE_WRITTEN", "PLAIN_BEAM_VARIABLE", "cancel_on_stop", "end_idle_workers", "end_if_worker_killed", "exit", "is_on",
     "new_pipeline", "start", "stop_at_once",
 ]

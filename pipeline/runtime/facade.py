@@ -3,7 +3,8 @@
     runtime.start(command_line, worker_modules)   # first thing in the command line (pipeline.cli)
     pipeline = runtime.new_pipeline(options)      # each command's Beam job
     with runtime.stop_at_once("encode", kept):    # while the job runs
-        result = shown.run(pipeline)
+        result = shown.run(pipeline)              # waits in runtime.cancel_on_stop(result): a stop
+                                                  # cancels a job that runs on a cluster
     runtime.end_idle_workers()                    # the command is done with its jobs
     runtime.exit(code)                            # the command line's last call
 
@@ -51,7 +52,8 @@ from typing import NoReturn, Sequence
 from pipeline.runtime import stopping
 
 __all__ = [
-    "NOTHING_MORE_WRITTEN", "PLAIN_BEAM_VARIABLE", "end_idle_workers", "end_if_worker_killed", "exit", "is_on",
+    "NOTHING_MORE_WRITTEN", "PLAIN_BEAM_VARIABLE", "cancel_on_stop", "end_idle_workers", "end_if_worker_killed",
+    "exit", "is_on",
     "new_pipeline", "start", "stop_at_once",
 ]
 
@@ -125,6 +127,14 @@ def stop_at_once(command: str, kept: str):
         return
     with stopping.stop_at_once(command, kept):
         yield
+
+
+def cancel_on_stop(result, job_cancel):
+    """A context manager: within it, a stop cancels the job of ``result`` on its runner with
+    ``job_cancel()`` when the job runs outside this process (Flink, Spark:
+    ``stopping.cancel_on_stop``). On with the machinery on or off: a job left running on a
+    cluster is never a matter of start-up speed."""
+    return stopping.cancel_on_stop(result, job_cancel)
 
 
 def end_if_worker_killed() -> None:

@@ -11,6 +11,10 @@ line, the output's lock dropped, stderr closed, every process this one started
 128 + the signal's number (130 for SIGINT, 143 for SIGTERM). Outside a job the
 CLI turns SIGTERM into a KeyboardInterrupt like Ctrl-C (``pipeline.cli``).
 
+A job that runs outside this process (on Flink or Spark, submitted through a job server) is
+cancelled first, inside ``cancel_on_stop``: ending the command alone would leave it running
+on the cluster, writing into the output's staging directory.
+
 A worker process that a signal ends (the kernel's out-of-memory killer, a
 memory-mapped input truncated under it) makes every thread of the runner print
 its own traceback, some two hundred lines. On the command line
@@ -36,7 +40,7 @@ import time
 from pipeline import output_lock
 
 __all__ = [
-    "end_if_worker_killed", "end_workers", "exit_now", "stop_at_once", "wait_for_worker", "watch_workers",
+    "cancel_on_stop", "end_if_worker_killed", "end_workers", "exit_now", "stop_at_once", "wait_for_worker", "watch_workers",
     "worker_killed",
 ]
 
@@ -55,6 +59,8 @@ _kept: str | None = None  # what the running stop_at_once block says of the outp
 _ending = threading.Lock()  # held by the first of a stop and a killed worker: one line, one end
 _END_WAIT = 30.0  # seconds the main thread waits for the thread that is ending the command
 _CHILD_WAIT = 0.2  # seconds a report of a failure waits for a child that is ending
+_CANCEL_WAIT = 20.0  # seconds a stop waits for the runner to confirm a cancel
+_remote_job = None  # cancels the running job when it runs outside this process (cancel_on_stop)
 
 
 def _descendants() -> list[int]:
@@ -122,7 +128,9 @@ def stop_at_once(command: str, kept: str):
     global _kept
 
     def stop(signum, frame):
-        print(f"beam-bpe {command}: stopped by {signal.Signals(signum).name}; {kept}", file=sys.stderr, flush=True)
+        cancelled = _cancel(_remote_job) if _remote_job is not None else ""
+        print(f"beam-bpe {command}: stopped by {signal.Signals(signum).name}{cancelled}; {kept}", file=sys.stderr,
+              flush=True)
         exit_now(128 + signum)
 
     previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
@@ -133,6 +141,56 @@ def stop_at_once(command: str, kept: str):
         _kept = None
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _runs_elsewhere(result) -> bool:
+    """Whether the job of ``result`` runs outside this process: submitted to a job service."""
+    from apache_beam.runners.portability.portable_runner import PipelineResult
+
+    return isinstance(result, PipelineResult)
+
+
+def _cancel(job_cancel) -> str:
+    """Cancels the job (``job_cancel()``), waiting a while for the runner to confirm it; the
+    words the stop's line adds: what happened to the job."""
+    outcome: list[str] = []
+
+    def cancel():
+        try:
+            job_cancel()
+            outcome.append(", and the job was cancelled")
+        except Exception as e:  # noqa: BLE001 - the job service is gone, the job already ended
+            outcome.append(f"; cancelling the job failed ({str(e).splitlines()[0] if str(e) else type(e).__name__})")
+
+    thread = threading.Thread(target=cancel, name="beam-bpe-cancel", daemon=True)
+    thread.start()
+    thread.join(_CANCEL_WAIT)
+    return outcome[0] if outcome else f"; the runner did not confirm the job's cancel within {_CANCEL_WAIT:.0f} s"
+
+
+@contextlib.contextmanager
+def cancel_on_stop(result, job_cancel):
+    """Within the block (waiting for the job of ``result``), a stop cancels the job on its runner
+    when it runs outside this process: ``stop_at_once``'s handler does it before the command
+    ends, and a KeyboardInterrupt unwinding through the block (no such handler) does it too.
+
+    Args:
+      result: what ``pipeline.run()`` returned.
+      job_cancel: cancels the job (``pipeline.job_service.cancel`` with its options).
+    """
+    global _remote_job
+    if not _runs_elsewhere(result):
+        yield
+        return
+    _remote_job = job_cancel
+    try:
+        yield
+    except KeyboardInterrupt:
+        _remote_job = None
+        print(f"beam-bpe: interrupted{_cancel(job_cancel)}", file=sys.stderr, flush=True)
+        raise
+    finally:
+        _remote_job = None
 
 
 def watch_workers(command: str) -> None:

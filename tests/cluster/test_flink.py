@@ -1,0 +1,197 @@
+"""beam-bpe on a Flink cluster of three hosts (a JobManager and two TaskManagers, each in its own
+network namespace) gives what DirectRunner gives, byte for byte, and loses nothing to a failure.
+
+- train, encode, pack and report: the same files (the word-count table: the same rows, whose
+  order no runner promises, not even DirectRunner from one run to the next);
+- Ctrl-C cancels the job on the cluster (Flink's REST API shows nothing left running);
+- a TaskManager killed in the middle of an encode or a train: the job recovers (the cluster's
+  restart strategy) and the result is complete, every document once;
+- a job that fails (its JobManager killed) leaves nothing marked complete, and a rerun into the
+  same --output completes identically.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.cluster import daemons
+from tests.cluster import flink as flink_hosts
+from tests.cluster.fixtures import BEAM_BPE, MARKS, STATE_DIR, beam_bpe, cluster
+from tests.cluster.outputs import same_files, same_training, write_corpus
+from tests.cluster.state import StateDir
+
+pytestmark = MARKS
+
+VOCAB = "600"
+COPIES = 6  # the fault tests' corpus: the small one this many times, ~20 MB, long enough to kill a host in
+
+
+@pytest.fixture(scope="module")
+def work(flink_cluster):
+    """A directory on the cluster's shared storage with the inputs and DirectRunner's outputs."""
+    root = pathlib.Path(flink_cluster["shared_dir"]) / f"test-{uuid.uuid4().hex[:8]}"
+    small = write_corpus(root / "small", 1)
+    big = write_corpus(root / "big", COPIES)
+    direct = {
+        "tok": ["train", "--input", f"{small}/*.jsonl", "--vocab-size", VOCAB],
+        "enc": ["encode", "--tokenizer", str(root / "direct-tok"), "--input", f"{small}/*.jsonl"],
+        "big": ["encode", "--tokenizer", str(root / "direct-tok"), "--input", f"{big}/*.jsonl"],
+        "bigtok": ["train", "--input", f"{big}/*.jsonl", "--vocab-size", VOCAB],
+    }
+    for name, argv in direct.items():
+        code, err = beam_bpe(*argv, "--output", str(root / f"direct-{name}"))
+        assert code == 0, err
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_train_on_flink_gives_directrunners_tokenizer_and_word_counts(flink, work):
+    out = work / "flink-tok"
+    code, err = beam_bpe("train", "--input", f"{work}/small/*.jsonl", "--vocab-size", VOCAB, "--output", str(out),
+                         *flink["beam_args"])
+    assert code == 0, err
+    same_training(out, work / "direct-tok")
+    assert json.loads((out / "train_stats.json").read_text())["runner"] == "PortableRunner"
+
+
+def test_encode_on_flink_gives_directrunners_shards_and_stats(flink, work):
+    out = work / "flink-enc"
+    code, err = beam_bpe("encode", "--tokenizer", str(work / "direct-tok"), "--input", f"{work}/small/*.jsonl",
+                         "--output", str(out), "--progress-every", "1", *flink["beam_args"])
+    assert code == 0, err
+    same_files(out, work / "direct-enc")
+    # The progress lines come from the job's metrics, as the cluster reports them.
+    assert "encode done: 120 documents" in err
+
+
+def test_pack_on_flink_gives_directrunners_sequences_in_order(flink, work):
+    outputs = {}
+    for runner, flags in (("direct", []), ("flink", flink["beam_args"])):
+        outputs[runner] = work / f"{runner}-pack"
+        code, err = beam_bpe("pack", "--input", str(work / "direct-enc"), "--seq-len", "512", "--seed", "3",
+                             "--validation-fraction", "0.1", "--output", str(outputs[runner]), *flags)
+        assert code == 0, err
+    same_files(outputs["flink"], outputs["direct"])
+    assert list((outputs["flink"] / "train").glob("*.parquet")) and list((outputs["flink"] / "validation").glob("*"))
+
+
+def test_report_on_flink_gives_directrunners_numbers(flink, work):
+    outputs = {}
+    for runner, flags in (("direct", []), ("flink", flink["beam_args"])):
+        outputs[runner] = work / f"{runner}-report"
+        code, err = beam_bpe("report", "--tokenizer", str(work / "direct-tok"), "--input", f"{work}/small/*.jsonl",
+                             "--output", str(outputs[runner]), *flags)
+        assert code == 0, err
+    assert (outputs["flink"] / "report.json").read_bytes() == (outputs["direct"] / "report.json").read_bytes()
+
+
+def _jobs(flink: dict) -> dict[str, dict]:
+    return {job["jid"]: job for job in flink_hosts.rest(flink["rest"], "/jobs/overview")["jobs"]}
+
+
+def _start_and_wait_until_running(flink: dict, argv: list[str]) -> tuple[subprocess.Popen, str]:
+    """Starts a beam-bpe command and waits until its Flink job is RUNNING; (process, Flink job ID)."""
+    before = set(_jobs(flink))
+    process = subprocess.Popen([BEAM_BPE, *argv, *flink["beam_args"]], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        running = [jid for jid, job in _jobs(flink).items() if jid not in before and job["state"] == "RUNNING"]
+        if running:
+            return process, running[0]
+        assert process.poll() is None, process.stderr.read()
+        time.sleep(0.2)
+    process.kill()
+    raise AssertionError("the job did not start running on Flink within 120 s")
+
+
+def test_ctrl_c_cancels_the_job_on_flink(flink, work):
+    out = work / "flink-interrupted"
+    process, jid = _start_and_wait_until_running(
+        flink, ["encode", "--tokenizer", str(work / "direct-tok"), "--input", f"{work}/big/*.jsonl", "--output", str(out)])
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "stopped by SIGINT, and the job was cancelled" in err
+    assert _jobs(flink)[jid]["state"] == "CANCELED"
+    assert flink_hosts.running_jobs(flink["rest"]) == []
+    assert not (out / "stats.json").exists() and not list(out.glob("part-*"))
+
+
+def _kill_a_taskmanager_during(flink: dict, argv: list[str]) -> tuple[int, str, str]:
+    """Runs the command, kills TaskManager 2 once its job runs, brings it back (`up`);
+    (exit code, stderr, Flink job ID)."""
+    process, jid = _start_and_wait_until_running(flink, argv)
+    time.sleep(1)
+    cluster("kill-taskmanager", "--index", "2")
+    cluster("up", "--engine", "flink", "--taskmanagers", "2")
+    _, err = process.communicate(timeout=600)
+    return process.returncode, err, jid
+
+
+def _failovers(flink: dict, jid: str) -> int:
+    return len(flink_hosts.rest(flink["rest"], f"/jobs/{jid}/exceptions")["exceptionHistory"]["entries"])
+
+
+def test_a_taskmanager_killed_mid_encode_loses_and_repeats_nothing(flink, work):
+    out = work / "flink-enc-killed"
+    code, err, jid = _kill_a_taskmanager_during(flink, [
+        "encode", "--tokenizer", str(work / "direct-tok"), "--input", f"{work}/big/*.jsonl", "--output", str(out)])
+    assert code == 0, err
+    assert _failovers(flink, jid) >= 1, "the kill did not hit the job"
+    same_files(out, work / "direct-big")
+    ids = pq.read_table(sorted(out.glob("part-*.parquet")), columns=["id"]).column("id").to_pylist()
+    assert len(ids) == len(set(ids)) == 120 * COPIES
+
+
+def test_a_taskmanager_killed_mid_train_loses_and_repeats_nothing(flink, work):
+    out = work / "flink-tok-killed"
+    code, err, jid = _kill_a_taskmanager_during(flink, [
+        "train", "--input", f"{work}/big/*.jsonl", "--vocab-size", VOCAB, "--output", str(out)])
+    assert code == 0, err
+    assert _failovers(flink, jid) >= 1, "the kill did not hit the job"
+    same_training(out, work / "direct-bigtok")
+    assert json.loads((out / "train_stats.json").read_text())["documents"] == 120 * COPIES
+
+
+@pytest.mark.parametrize("command", ["encode", "train"])
+def test_a_failed_job_leaves_nothing_complete_and_a_rerun_completes(flink, work, command):
+    out = work / f"flink-{command}-failed"
+    argv = {
+        "encode": ["encode", "--tokenizer", str(work / "direct-tok"), "--input", f"{work}/big/*.jsonl"],
+        "train": ["train", "--input", f"{work}/big/*.jsonl", "--vocab-size", VOCAB],
+    }[command] + ["--output", str(out)]
+    process, _ = _start_and_wait_until_running(flink, argv)
+    time.sleep(1)
+    # The JobManager's machine fails: without a standby JobManager the job is lost.
+    state = StateDir.at(STATE_DIR)
+    assert daemons.kill("jm", state.host_dir("flink", "jm")) is not None
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 1, err
+    complete = {"encode": "stats.json", "train": "tokenizer.json"}[command]
+    assert not (out / complete).exists() and not list(out.glob("part-*"))
+    flink = cluster("up", "--engine", "flink", "--taskmanagers", "2")
+    code, err = beam_bpe(*argv, *flink["beam_args"])
+    assert code == 0, err
+    if command == "encode":
+        same_files(out, work / "direct-big")
+    else:
+        same_training(out, work / "direct-bigtok")
+
+
+def test_the_flink_preset_works_as_shipped(flink, work):
+    """configs/flink.yaml as shipped: the job server at localhost:8099, worker pools at
+    localhost:50000 on each TaskManager host."""
+    out = work / "flink-preset"
+    code, err = beam_bpe("train", "--config", "flink", "--input", f"{work}/small/*.jsonl", "--vocab-size", VOCAB,
+                         "--output", str(out))
+    assert code == 0, err
+    same_training(out, work / "direct-tok")
