@@ -315,12 +315,13 @@ class Tokenizer:
         return {role: getattr(self, role) for role in roles_file.ROLES if getattr(self, role) is not None}
 
     def keep_roles(self, roles: Mapping[str, str]) -> None:
-        """Takes the ``roles`` (role -> special token text) this tokenizer does not declare
+        """Takes the ``roles`` (role -> special token text) its tokenizer.json does not declare
         itself: those of the ``tokenizer_config.json`` beside its file, or of the base of an
-        extension or a pruning made from it. A role naming none of its special tokens is
-        not taken."""
+        extension or a pruning made from it (they name the EOS of ours with special tokens
+        between merges, whose first special token is only the default). A role naming none
+        of its special tokens is not taken."""
         for role, text in roles.items():
-            if getattr(self, role) is None and text in self.special_tokens:
+            if role not in self._roles_in_file and text in self.special_tokens:
                 setattr(self, role, text)
 
     def roles_config(self, existing: bytes | None = None) -> str | None:

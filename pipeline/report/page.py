@@ -272,7 +272,7 @@ def _tokenizer_data(
     """What the live box needs per tokenizer: merges, the JavaScript pattern (or why not) and check texts."""
     return [
         {"index": t, "name": entry["name"], "pattern": pattern, "unsupported": unsupported,
-         "merges": [i for pair in tok.merges for i in pair], "made": tok.piece_encoder.merged,
+         "merges": [i for pair in tok.merges for i in pair], "made": tok.piece_encoder.merged if tok.merges else [],
          "checks": list(checks[t])}
         for t, (entry, tok, (pattern, unsupported)) in enumerate(zip(report["tokenizers"], tokenizers, patterns))
     ]

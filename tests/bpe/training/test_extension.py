@@ -236,6 +236,9 @@ def test_an_extension_of_ours_with_special_tokens_is_ours(tmp_path):
     assert again.special_tokens == base.special_tokens
     config = json.loads((tmp_path / "extended" / "tokenizer_config.json").read_text(encoding="utf-8"))
     assert config["eos_token"] == "<|endoftext|>"  # for transformers, which cannot read our layout
+    # There, the config names the EOS: the first special token is only the default.
+    (tmp_path / "extended" / "tokenizer_config.json").write_text(json.dumps({"eos_token": "<|pad|>"}))
+    assert bpe.Tokenizer.load(str(tmp_path / "extended")).eos_id == base.special_tokens["<|pad|>"]
     assert extended.to_json().encode("utf-8") == pathlib.Path(tmp_path / "extended" / "tokenizer.json").read_bytes()
 
 
