@@ -30,8 +30,9 @@ encoded: ``decode_bytes(encode(x)) == x``.
 IDs. The kept tokens are renumbered compactly in the base's order: old ID i
 becomes the number of kept IDs below it; ``id_map[i]`` is that, or None for a
 removed token (and for an ID the base does not use). Ours stay ours (bytes
-0..255, merges from 256, special tokens where they were among them); a Hugging Face file keeps
-everything but the IDs, the removed vocab entries and their merges.
+0..255, merges from 256, special tokens where they were among them); a Hugging
+Face file keeps everything but the IDs, the removed vocab entries and their
+merges.
 
 A tiktoken rank file is refused: its tokens are built by byte ranks, not named
 merges, so removing one can change how others are reached; pruning its

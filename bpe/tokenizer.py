@@ -99,8 +99,10 @@ class Tokenizer:
         in any text, as HF does.
       bos_token, eos_token, pad_token: the special tokens that begin and end a document
         and pad a sequence, where the tokenizer declares them (``eos_token`` of ours is
-        the special token with the lowest ID; a rank file's comes from its preset; a Hugging Face
-        file's from its post-processor, else from ``tokenizer_config.json`` beside it).
+        the special token with the lowest ID, unless the ``tokenizer_config.json`` beside
+        one with special tokens between merges names another; a rank file's comes from its
+        preset; a Hugging Face file's from its post-processor, else from
+        ``tokenizer_config.json`` beside it).
       normalizer: ``"NFC"`` when the tokenizer normalizes text to NFC
         (``bpe.tokenizer_file.hf_normalizer``) before pre-tokenization, else None.
       vocab_size: the largest ID + 1 (IDs may have gaps: cl100k has no 100256).

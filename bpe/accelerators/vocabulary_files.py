@@ -7,8 +7,9 @@
   gaps where special tokens sit between merges: the vocab keeps our IDs, and
   such a special token fills its gap as an entry spelled like its text, which
   no merge makes, so no text is encoded to it). The file holds no added tokens,
-  so special-token strings stay ordinary text, as in ``Tokenizer.encode(text)``. The Split regex is
-  whatever spelling of our pattern the engine reads as the same regex.
+  so special-token strings stay ordinary text, as in ``Tokenizer.encode(text)``.
+  The Split regex is whatever spelling of our pattern the engine reads as the
+  same regex.
 - ``rank_file``: a tiktoken rank file (base64 token, rank per line), our IDs
   as ranks, for engines that merge by the rank of the concatenated bytes.
 """
