@@ -30,8 +30,9 @@ encoded: ``decode_bytes(encode(x)) == x``.
 IDs. The kept tokens are renumbered compactly in the base's order: old ID i
 becomes the number of kept IDs below it; ``id_map[i]`` is that, or None for a
 removed token (and for an ID the base does not use). Ours stay ours (bytes
-0..255, merges from 256, special tokens after them); a Hugging Face file keeps
-everything but the IDs, the removed vocab entries and their merges.
+0..255, merges from 256, special tokens where they were among them); a Hugging
+Face file keeps everything but the IDs, the removed vocab entries and their
+merges.
 
 A tiktoken rank file is refused: its tokens are built by byte ranks, not named
 merges, so removing one can change how others are reached; pruning its
@@ -177,8 +178,10 @@ def _prune_ours(tokenizer, graph: MergeGraph, id_map: list[int | None]):
     """Ours without the removed merges: the kept ones renumbered, in their order."""
     merges = [(id_map[left], id_map[right])
               for (left, right, _), keep in zip(graph.merges, _kept_merges(graph, id_map)) if keep]
-    specials = sorted(tokenizer.special_tokens, key=tokenizer.special_tokens.get)
-    return type(tokenizer)(merges, pattern=tokenizer.pattern, special_tokens=specials)
+    specials = {text: id_map[token_id] for text, token_id in tokenizer.special_tokens.items()}
+    pruned = type(tokenizer)(merges, pattern=tokenizer.pattern, special_tokens=specials)
+    pruned.keep_roles(tokenizer.roles)  # special tokens are never removed: every role stays
+    return pruned
 
 
 def _prune_file(tokenizer, graph: MergeGraph, id_map: list[int | None]):

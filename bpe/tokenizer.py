@@ -3,8 +3,11 @@
 Three kinds, one interface:
 
 - ours (``kind == "beam-bpe"``), the contract: 0..255 are the single bytes,
-  merge i creates 256 + i, special tokens follow the merges in the order given;
-  merges replay in learned order.
+  merges create the IDs from 256 on in learned order, special tokens follow the
+  merges in the order given; merges replay in learned order. An extension of
+  ours (and its pruning) keeps its base's special tokens where they are, with
+  new merges after them: special tokens may sit between merges, whose IDs then
+  skip theirs (``merge_ids``).
 - a tiktoken rank file (``"tiktoken"``): the file's IDs; tiktoken's byte-rank
   semantics (``bpe.encoder.RankEncoder``); pattern and special tokens from a
   preset (``bpe.presets``) or the caller.
@@ -33,7 +36,7 @@ from types import MappingProxyType
 from typing import Callable, Iterable, Mapping, Sequence
 
 from bpe import engines, pruning, tokenizer_export, tokenizer_file
-from bpe.decoder import Decoder, StreamDecoder, vocabulary_bytes
+from bpe.decoder import Decoder, StreamDecoder
 from bpe.encoder import PieceEncoder, RankEncoder
 from bpe.engines import EngineProof
 from bpe.presets import ENCODINGS, encoding_preset
@@ -45,7 +48,7 @@ from bpe.tokenizer_file.added_tokens import AddedTokenEncoder, split_out
 from bpe.tokenizer_file.hf_normalizer import nfc
 from bpe.tokenizer_file.hf_pretokenizer import StepPreTokenizer
 
-__all__ = ["FILE_NAME", "Tokenizer", "TokenizerFileError", "byte_to_char", "check_special_tokens"]
+__all__ = ["FILE_NAME", "Tokenizer", "TokenizerFileError", "byte_to_char", "check_special_tokens", "merge_ids"]
 
 
 def check_special_tokens(special_tokens: Sequence[str], name: str = "special token") -> tuple[str, ...]:
@@ -78,10 +81,13 @@ class Tokenizer:
     The constructor makes one of ours; ``load`` reads any of the three.
 
     Args:
-      merges: merge i joins (left ID, right ID) into ID 256 + i; each ID it names
-        must exist before it.
+      merges: merge i joins (left ID, right ID) into the i-th ID from 256 on that no
+        special token holds (``merge_ids``: 256 + i when the special tokens come
+        last); each ID it names must exist before it.
       pattern: a preset name (``gpt2``, ``cl100k``, ``o200k``) or a regex.
-      special_tokens: strings given IDs after the merges, in this order.
+      special_tokens: strings given IDs after the merges, in this order; or text -> ID,
+        IDs from 256 on that merges and special tokens fill without a gap (special
+        tokens between merges, as in an extension of ours).
 
     Attributes:
       kind: ``"beam-bpe"`` (our ID contract), ``"tiktoken"`` (a rank file: byte-rank
@@ -93,8 +99,10 @@ class Tokenizer:
         in any text, as HF does.
       bos_token, eos_token, pad_token: the special tokens that begin and end a document
         and pad a sequence, where the tokenizer declares them (``eos_token`` of ours is
-        the first special token; a rank file's comes from its preset; a Hugging Face
-        file's from its post-processor, else from ``tokenizer_config.json`` beside it).
+        the special token with the lowest ID, unless the ``tokenizer_config.json`` beside
+        one with special tokens between merges names another; a rank file's comes from its
+        preset; a Hugging Face file's from its post-processor, else from
+        ``tokenizer_config.json`` beside it).
       normalizer: ``"NFC"`` when the tokenizer normalizes text to NFC
         (``bpe.tokenizer_file.hf_normalizer``) before pre-tokenization, else None.
       vocab_size: the largest ID + 1 (IDs may have gaps: cl100k has no 100256).
@@ -104,24 +112,32 @@ class Tokenizer:
         self,
         merges: Sequence[tuple[int, int]],
         pattern: str = "gpt2",
-        special_tokens: Sequence[str] = (),
+        special_tokens: Sequence[str] | Mapping[str, int] = (),
     ):
         merges = [(int(left), int(right)) for left, right in merges]
+        if isinstance(special_tokens, Mapping):
+            special_ids = _placed_special_tokens(special_tokens, len(merges))
+        else:
+            names = check_special_tokens(special_tokens)
+            special_ids = {s: 256 + len(merges) + i for i, s in enumerate(names)}
+        merged_ids = merge_ids(len(merges), special_ids.values())
+        specials_last = min(special_ids.values(), default=256) > max(merged_ids, default=255)
+        token_bytes = {b: bytes([b]) for b in range(256)}
         for i, (left, right) in enumerate(merges):
-            if not (0 <= left < 256 + i and 0 <= right < 256 + i):
+            if left not in token_bytes or right not in token_bytes:
                 raise ValueError(f"merge {i} ({left}, {right}) names a token that does not exist before it")
-        special_tokens = check_special_tokens(special_tokens)
-        pre_tokenizer = PreTokenizer(pattern)
-        first_special = 256 + len(merges)
+            token_bytes[merged_ids[i]] = token_bytes[left] + token_bytes[right]
         self._setup(
             kind="beam-bpe",
-            token_bytes=dict(enumerate(vocabulary_bytes(merges))),
-            special_tokens={s: first_special + i for i, s in enumerate(special_tokens)},
-            pre_tokenizer=pre_tokenizer,
-            encoder=PieceEncoder(merges),
+            token_bytes=token_bytes,
+            special_tokens=special_ids,
+            pre_tokenizer=PreTokenizer(pattern),
+            encoder=PieceEncoder(merges, merged_ids=merged_ids),
             merges=merges,
-            eos_token=special_tokens[0] if special_tokens else None,
-            roles_in_file=("eos_token",),  # ours declares it by its layout
+            eos_token=next(iter(special_ids), None),
+            # Ours declares it by its layout; with special tokens between merges (an extension),
+            # tokenizer_config.json names it too, for transformers.
+            roles_in_file=("eos_token",) if specials_last else (),
         )
 
     def _setup(self, kind: str, token_bytes: Mapping[int, bytes], special_tokens: Mapping[str, int],
@@ -301,12 +317,13 @@ class Tokenizer:
         return {role: getattr(self, role) for role in roles_file.ROLES if getattr(self, role) is not None}
 
     def keep_roles(self, roles: Mapping[str, str]) -> None:
-        """Takes the ``roles`` (role -> special token text) this tokenizer does not declare
+        """Takes the ``roles`` (role -> special token text) its tokenizer.json does not declare
         itself: those of the ``tokenizer_config.json`` beside its file, or of the base of an
-        extension or a pruning made from it. A role naming none of its special tokens is
-        not taken."""
+        extension or a pruning made from it (they name the EOS of ours with special tokens
+        between merges, whose first special token is only the default). A role naming none
+        of its special tokens is not taken."""
         for role, text in roles.items():
-            if getattr(self, role) is None and text in self.special_tokens:
+            if role not in self._roles_in_file and text in self.special_tokens:
                 setattr(self, role, text)
 
     def roles_config(self, existing: bytes | None = None) -> str | None:
@@ -504,7 +521,9 @@ class Tokenizer:
         spec = tokenizer_file.parse(data, source)
         try:
             if spec.is_ours():
-                tokenizer = cls(spec.merges, pattern=spec.pattern, special_tokens=list(spec.special_tokens))
+                tokenizer = cls(spec.merges, pattern=spec.pattern, special_tokens=spec.special_tokens)
+                if not spec.specials_last():
+                    tokenizer._file_text = data  # an extension's own file: saved as it was read
             else:
                 tokenizer = cls.__new__(cls)
                 tokenizer._setup(
@@ -612,6 +631,37 @@ class Tokenizer:
     def __repr__(self) -> str:
         return (f"Tokenizer(kind={self.kind!r}, vocab_size={self.vocab_size}, merges={len(self.merges)}, "
                 f"special_tokens={list(self.special_tokens)})")
+
+
+def merge_ids(count: int, special_ids: Iterable[int]) -> list[int]:
+    """The IDs ``count`` merges of ours create: from 256 on, in learned order, skipping the
+    special tokens' IDs."""
+    taken = set(special_ids)
+    ids: list[int] = []
+    token_id = 256
+    while len(ids) < count:
+        if token_id not in taken:
+            ids.append(token_id)
+        token_id += 1
+    return ids
+
+
+def _placed_special_tokens(special_tokens: Mapping[str, int], merge_count: int) -> dict[str, int]:
+    """Special tokens given with their IDs, in ID order, if the IDs are ours to give: distinct,
+    from 256 on, and with ``merge_count`` merges filling every ID from 256 up to the largest.
+
+    Raises:
+      ValueError: a special token or ID that breaks a rule, named.
+    """
+    check_special_tokens(list(special_tokens))
+    end = 256 + merge_count + len(special_tokens)
+    for text, token_id in special_tokens.items():
+        if not isinstance(token_id, int) or isinstance(token_id, bool) or not 256 <= token_id < end:
+            raise ValueError(f"special token {text!r} has ID {token_id!r}: with {merge_count} merges, the special "
+                             f"tokens of ours hold IDs from 256 to {end - 1}")
+    if len(set(special_tokens.values())) != len(special_tokens):
+        raise ValueError("two special tokens have the same ID")
+    return dict(sorted(special_tokens.items(), key=lambda item: item[1]))
 
 
 def _check_preset_ranks(ranks: Mapping[bytes, int], known) -> None:

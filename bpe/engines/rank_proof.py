@@ -26,7 +26,7 @@ from typing import Mapping, Sequence
 from bpe.decoder import vocabulary_bytes
 from bpe.tokenizer_file.tiktoken_file import derive_merges, own_run
 
-__all__ = ["rank_export_mismatch", "rank_file_mismatch", "rank_mismatch"]
+__all__ = ["contract_merges", "rank_export_mismatch", "rank_file_mismatch", "rank_mismatch"]
 
 
 def rank_mismatch(tokenizer) -> str | None:
@@ -67,7 +67,7 @@ def rank_mismatch(tokenizer) -> str | None:
        elements, inside the window. Wherever a and b would meet, that merge
        joins across their cut first (tokens are never split again).
     """
-    merges = tokenizer.merges
+    merges, merged_ids = contract_merges(tokenizer)
     rank: dict[bytes, int] = {}
     for token_id, data in enumerate(vocabulary_bytes(merges)):
         if data in rank:
@@ -80,10 +80,29 @@ def rank_mismatch(tokenizer) -> str | None:
     table = _MergeTable(merges)
     crossed = _crossings(table, table.left, table.right, limit=np.arange(len(merges)))
     if crossed.any():
-        token_id = 256 + int(np.flatnonzero(crossed)[0])
+        token_id = merged_ids[int(np.flatnonzero(crossed)[0])]
         return (f"token {token_id}'s own bytes do not encode to it by replaying the merges "
                 f"(tiktoken gives the token itself)")
     return None
+
+
+def contract_merges(tokenizer) -> tuple[list[tuple[int, int]], list[int]]:
+    """(the merges renumbered so that merge i makes 256 + i, the ID each makes in the tokenizer).
+
+    One of ours whose special tokens sit between its merges (an extension) makes
+    increasing IDs with gaps: renumbered, tiktoken's order of ranks is the same,
+    so the proof below holds for its own IDs. Anything else with ``merges`` (ours
+    without gaps, a renumbered view) is taken as it is.
+    """
+    merges = tokenizer.merges
+    encoder = getattr(tokenizer, "piece_encoder", None)
+    merged = list(encoder.merged) if encoder is not None else list(range(256, 256 + len(merges)))
+    if merged == list(range(256, 256 + len(merges))):
+        return merges, merged
+    if any(b <= a for a, b in zip(merged, merged[1:])) or list(encoder.byte_ids) != list(range(256)):
+        raise ValueError("contract_merges takes merges that create increasing IDs from single bytes 0..255")
+    compact = {token_id: 256 + i for i, token_id in enumerate(merged)}
+    return [(compact.get(left, left), compact.get(right, right)) for left, right in merges], merged
 
 
 def rank_file_mismatch(tokens: Mapping[int, bytes]) -> str | None:

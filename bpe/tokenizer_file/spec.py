@@ -89,9 +89,12 @@ class TokenizerSpec:
         return None
 
     def is_ours(self) -> bool:
-        """Whether the file follows beam-bpe's ID contract (bytes 0..255, merge i = 256 + i,
-        special tokens after the merges), so that our own Tokenizer reproduces it."""
-        n = len(self.merges)
+        """Whether the file follows beam-bpe's ID contract, so that our own Tokenizer reproduces
+        it: bytes 0..255; merges create the IDs from 256 on in increasing order, and special
+        tokens hold the IDs between and after them, with no gap (an extension of ours keeps
+        its base's special tokens before its new merges)."""
+        n, special_ids = len(self.merges), set(self.special_tokens.values())
+        ordinary = {i: data for i, data in self.token_bytes.items() if i not in special_ids}
         return (
             self.pattern is not None
             and self.normalizer is None
@@ -99,8 +102,15 @@ class TokenizerSpec:
             and not self.added_tokens
             and self.bos_token is None
             and self.eos_token is None
-            and len(self.token_bytes) == 256 + n
-            and all(self.token_bytes.get(b) == bytes([b]) for b in range(256))
-            and self.merged_ids == list(range(256, 256 + n))
-            and list(self.special_tokens.values()) == list(range(256 + n, 256 + n + len(self.special_tokens)))
+            and len(ordinary) == 256 + n
+            and all(ordinary.get(b) == bytes([b]) for b in range(256))
+            and min(special_ids, default=256) >= 256
+            and sorted([*self.merged_ids, *special_ids]) == list(range(256, 256 + n + len(special_ids)))
+            and all(a < b for a, b in zip(self.merged_ids, self.merged_ids[1:]))
+            and list(self.special_tokens.values()) == sorted(special_ids)
         )
+
+    def specials_last(self) -> bool:
+        """Whether the special tokens hold the IDs after every merge (the layout ``render`` writes)."""
+        n = len(self.merges)
+        return list(self.special_tokens.values()) == list(range(256 + n, 256 + n + len(self.special_tokens)))

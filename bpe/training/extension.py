@@ -217,8 +217,9 @@ def extended_tokenizer(base: Tokenizer, merges: Sequence[Pair]) -> Tokenizer:
     tokenizer.json (``Tokenizer.to_json``, exact for the base or refusing with
     the reason) with the new tokens and merges appended (see the module), and
     keeps the base's roles (BOS, EOS, pad: ``Tokenizer.roles``). One of ours with
-    special tokens is such a file: its new merges follow the special tokens, which
-    our layout puts last.
+    special tokens is such a file, and still ours (``kind == "beam-bpe"``, with its
+    engines): its special tokens sit between the base's merges and the new ones,
+    a layout of ours (``bpe.tokenizer.merge_ids``).
 
     Raises:
       ValueError: the base has no exact tokenizer.json (``Tokenizer.to_json``

@@ -266,8 +266,9 @@ def _visualizer(report: dict, tokenizers: Sequence[Tokenizer]) -> str:
 def live_pattern(tok: Tokenizer) -> tuple[str | None, str | None]:
     """The live box's (JavaScript pattern, None) for the tokenizer, or (None, why there is none).
 
-    The box replays merges under our ID contract (bytes 0..255, merge i makes 256 + i): a rank
-    file's or a Hugging Face file's tokenizer gets none.
+    The box replays merges under our ID contract (bytes 0..255, merges make the other IDs from
+    256 on, in learned order, past any special tokens between them): a rank file's or a Hugging
+    Face file's tokenizer gets none.
     """
     if tok.kind != "beam-bpe":
         names = {"tiktoken": "a tiktoken rank file", "huggingface": "a Hugging Face tokenizer.json"}
@@ -285,7 +286,8 @@ def _tokenizer_data(
     """What the live box needs per tokenizer: merges, the JavaScript pattern (or why not) and check texts."""
     return [
         {"index": t, "name": entry["name"], "pattern": pattern, "unsupported": unsupported,
-         "merges": [i for pair in tok.merges for i in pair], "checks": list(checks[t])}
+         "merges": [i for pair in tok.merges for i in pair], "made": tok.piece_encoder.merged if tok.merges else [],
+         "checks": list(checks[t])}
         for t, (entry, tok, (pattern, unsupported)) in enumerate(zip(report["tokenizers"], tokenizers, patterns))
     ]
 

@@ -26,7 +26,9 @@ class Encoder {
   constructor(spec) {
     this.name = spec.name;
     this.merges = spec.merges; // flat: left0, right0, left1, right1, ...
-    this.base = 256 + this.merges.length / 2 + 1;
+    this.made = spec.made; // the ID merge i makes: 256 + i, past any special token between merges
+    this.rankOf = new Map(this.made.map((id, rank) => [id, rank]));
+    this.base = (this.made.length ? this.made[this.made.length - 1] : 255) + 2;
     this.ranks = new Map();
     for (let rank = 0; rank < this.merges.length / 2; rank++) {
       const key = this.merges[2 * rank] * this.base + this.merges[2 * rank + 1];
@@ -63,7 +65,7 @@ class Encoder {
         if (rank !== undefined && rank < best) best = rank;
       }
       if (best === Infinity) break;
-      const left = this.merges[2 * best], right = this.merges[2 * best + 1], made = 256 + best;
+      const left = this.merges[2 * best], right = this.merges[2 * best + 1], made = this.made[best];
       const next = [];
       for (let i = 0; i < ids.length; i++) {
         if (i + 1 < ids.length && ids[i] === left && ids[i + 1] === right) { next.push(made); i++; }
@@ -86,7 +88,7 @@ class Encoder {
     if (id < 256) return [id];
     let found = this.bytesOf.get(id);
     if (found === undefined) {
-      const rank = id - 256;
+      const rank = this.rankOf.get(id);
       found = this.tokenBytes(this.merges[2 * rank]).concat(this.tokenBytes(this.merges[2 * rank + 1]));
       this.bytesOf.set(id, found);
     }

@@ -3,6 +3,7 @@ invariant on held-out text for ours, cl100k and a real Hugging Face file, files 
 and tiktoken read with the same IDs."""
 
 import json
+import pathlib
 
 import pytest
 from hypothesis import assume, given, settings
@@ -199,6 +200,57 @@ def test_extension_of_ours_with_special_tokens(tmp_path):
     transformers = pytest.importorskip("transformers")
     fast = transformers.PreTrainedTokenizerFast(tokenizer_file=str(tmp_path / "out" / "tokenizer.json"))
     assert fast.encode(HELD_OUT[0], add_special_tokens=False) == extended.encode(HELD_OUT[0])
+
+
+def _gigatoken_installed() -> bool:
+    from bpe.accelerators.unicode_gaps import installed_version
+
+    return installed_version("gigatoken") is not None
+
+
+def test_an_extension_of_ours_with_special_tokens_is_ours(tmp_path):
+    # Its special tokens sit between the base's merges and the new ones: it is still our kind of
+    # file (loaded back from its own bytes too), as are the extension of it and their prunings,
+    # and the fastest proven engines give the reference's and Hugging Face's IDs on held-out text.
+    tokenizers = pytest.importorskip("tokenizers")
+    base = bpe.train(_corpus_counts(bpe.Tokenizer([]), multilingual(1, start=40)), 800,
+                     special_tokens=["<|endoftext|>", "<|pad|>"])
+    extended = bpe.train(_corpus_counts(base, multilingual(1, start=41)), base.vocab_size + 60, extend=base)
+    again = bpe.train(_corpus_counts(extended, multilingual(1, start=42)), extended.vocab_size + 30, extend=extended)
+    counts = [1 + (i % 7) for i in range(again.vocab_size)]
+    pruned, id_map = again.prune(counts, again.vocab_size - 40)
+    assert id_map[base.special_tokens["<|pad|>"]] == pruned.special_tokens["<|pad|>"]
+    for name, tokenizer in (("extended", extended), ("again", again), ("pruned", pruned)):
+        path = tokenizer.save(str(tmp_path / name))
+        loaded = bpe.Tokenizer.load(path)
+        assert loaded.to_json() == tokenizer.to_json() and loaded.sha256 == tokenizer.sha256
+        hf = tokenizers.Tokenizer.from_file(path)
+        for tok in (tokenizer, loaded):
+            assert tok.kind == "beam-bpe"
+            assert tok.eos_token == "<|endoftext|>" and tok.eos_id == hf.token_to_id("<|endoftext|>")
+            if _gigatoken_installed():
+                assert tok.prove().engines[0] == "gigatoken"
+            for text in HELD_OUT:
+                ids = tok.encode(text)
+                assert ids == tok.reference.encode(text) == hf.encode(text, add_special_tokens=False).ids
+    assert again.special_tokens == base.special_tokens
+    config = json.loads((tmp_path / "extended" / "tokenizer_config.json").read_text(encoding="utf-8"))
+    assert config["eos_token"] == "<|endoftext|>"  # for transformers, which cannot read our layout
+    # There, the config names the EOS: the first special token is only the default.
+    (tmp_path / "extended" / "tokenizer_config.json").write_text(json.dumps({"eos_token": "<|pad|>"}))
+    assert bpe.Tokenizer.load(str(tmp_path / "extended")).eos_id == base.special_tokens["<|pad|>"]
+    assert extended.to_json().encode("utf-8") == pathlib.Path(tmp_path / "extended" / "tokenizer.json").read_bytes()
+
+
+def test_ours_takes_special_tokens_between_its_merges():
+    tok = bpe.Tokenizer([(97, 98), (256, 99)], special_tokens={"<|s|>": 257})
+    assert tok.kind == "beam-bpe" and tok.vocab_size == 259 and tok.ordinary_tokens()[258] == b"abc"
+    assert tok.encode("abc ab") == tok.reference.encode("abc ab") == [258, 32, 256]
+    assert tok.encode("<|s|>", allowed_special="all") == [257]
+    with pytest.raises(ValueError, match="hold IDs from 256 to 258"):
+        bpe.Tokenizer([(97, 98), (256, 99)], special_tokens={"<|s|>": 300})
+    with pytest.raises(ValueError, match="does not exist before it"):
+        bpe.Tokenizer([(97, 98), (257, 99)], special_tokens={"<|s|>": 257})
 
 
 def test_extension_of_cl100k(tmp_path):

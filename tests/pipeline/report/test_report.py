@@ -560,3 +560,34 @@ def test_report_takes_every_tokenizer_encode_takes(case, tmp_path):
     assert total["bpe"] == sum(every.values())
     assert min(total["bpe"], total["greedy"]) >= total["fewest"] > 0
     assert "index.html" in os.listdir(out)
+
+
+def test_the_live_box_gives_our_ids_with_special_tokens_between_merges():
+    # An extension of ours with special tokens: its new merges make the IDs after them. The live
+    # box's encoder (report.js, run by Node) gives Tokenizer.encode's IDs and each token's bytes.
+    import shutil
+    import subprocess
+
+    import bpe
+    from pipeline.report.page import _tokenizer_data, live_pattern
+    from tests.support.real_text import multilingual
+    from tests.support.toy_tokenizers import plain_count
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    base = bpe.train(plain_count(multilingual(1, start=9)), 600, special_tokens=["<|endoftext|>", "<|pad|>"])
+    extended = bpe.train(plain_count(multilingual(1, start=10)), base.vocab_size + 40, extend=base)
+    assert extended.kind == "beam-bpe" and extended.piece_encoder.merged[-40] == base.vocab_size
+    (spec,) = _tokenizer_data({"tokenizers": [{"name": "ext"}]}, [extended], [[]], [live_pattern(extended)])
+    texts = [line for line in MULTILINGUAL_LINES if "\r" not in line]
+    script = open(os.path.join("pipeline", "report", "assets", "report.js"), encoding="utf-8").read()
+    script = script[script.index("function utf8"):script.index("const strictUtf8")] + (
+        f"const e = new Encoder({json.dumps(spec)});\n"
+        f"console.log(JSON.stringify({json.dumps(texts)}.map(t => e.encode(t))));\n"
+        f"console.log(JSON.stringify({json.dumps(extended.piece_encoder.merged)}.map(id => e.tokenBytes(id))));\n")
+    run = subprocess.run([node, "-e", script], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = run.stdout.splitlines()
+    assert json.loads(out[0]) == [extended.encode(text) for text in texts]
+    assert [bytes(b) for b in json.loads(out[1])] == [extended.ordinary_tokens()[i] for i in extended.piece_encoder.merged]

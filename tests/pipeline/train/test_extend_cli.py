@@ -232,6 +232,11 @@ def test_an_extension_of_ours_and_its_pruning_keep_the_eos(corpus, tmp_path):
     assert _prune("--tokenizer", ext, "--input", corpus, "--vocab-size", "380", "--output", pruned) == 0
     kept = bpe.Tokenizer.load(pruned)
     assert kept.eos_token == "<|endoftext|>" and kept.eos_id == kept.special_tokens["<|endoftext|>"] == 378
+    # Each loads as the same kind of file as tok/, with the same engines.
+    engines = bpe.Tokenizer.load(tok).prove().engines
+    for path in (ext, again, pruned):
+        loaded = bpe.Tokenizer.load(path)
+        assert loaded.kind == "beam-bpe" and loaded.prove().engines == engines
     for path in (tok, ext, again, pruned):
         shards = tmp_path / f"shards-{os.path.basename(path)}"
         assert _encode("--tokenizer", path, "--input", corpus, "--output", str(shards), "--append-eos") == 0
