@@ -12,10 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.interruptible import lowest_priority_and_default_sigint
+
 from bpe import reference
 from bpe.training import merge_loop, trainer
 from bpe.reference import TIE_BREAKS
 from bpe.training.trainer import train_merges
+
 
 
 def test_the_compiled_loop_is_built():
@@ -230,7 +233,7 @@ def test_ctrl_c_during_the_loop_saves_a_checkpoint_on_the_way_out():
     # At the lowest priority, so that on a busy machine the loop cannot run far ahead of the signal.
     process = subprocess.Popen(
         [sys.executable, "-c", INTERRUPTED], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: os.nice(19),
+        preexec_fn=lowest_priority_and_default_sigint,
     )
     lines = []
     for line in process.stdout:  # wait until the loop has learned merges

@@ -23,6 +23,7 @@ import pytest
 
 import bpe
 from tests.support.cli import IN_MEMORY, train as train_in_process
+from tests.support.interruptible import lowest_priority_and_default_sigint
 
 ROOT = str(pathlib.Path(__file__).resolve().parents[3])
 # Enough merges to be stopped in the middle, few enough for CI.
@@ -83,7 +84,7 @@ def stop_during_merges(argv: list[str], output: str, sig: signal.Signals) -> tup
     # finish while this process waits for a core to see the checkpoint and send the signal.
     process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True, env={**os.environ, "BEAM_BPE_PURE_PYTHON": "1"},
-                               preexec_fn=lambda: os.nice(19))
+                               preexec_fn=lowest_priority_and_default_sigint)
     deadline = time.monotonic() + 60
     # Merges in the checkpoint: the merge loop is running (the first checkpoint,
     # written as merging starts, is empty).
