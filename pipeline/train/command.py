@@ -393,7 +393,7 @@ def _check_vocabulary_reached(args: argparse.Namespace, tokenizer: bpe.Tokenizer
 def _write_results(tokenizer: bpe.Tokenizer, output: str, stats: TrainStats, started: float,
                    checkpoint: Checkpoint) -> None:
     """Writes tokenizer.json with, beside it, tokenizer_config.json for the roles the file cannot
-    declare (an extension keeps its base's EOS) or none (an earlier run's would lend its roles),
+    declare (an extension keeps its base's EOS) or none (one left in the folder would lend its roles),
     and train_stats.json; then prints the summary."""
     tokenizer_path = FileSystems.join(output, TOKENIZER_FILE)
     stats_path = FileSystems.join(output, STATS_FILE)

@@ -208,7 +208,7 @@ def _show(value) -> str:
 
 
 def _other_setting(key: str, then, now) -> str:
-    """How a setting of an earlier run differs from this run's, said for people."""
+    """How a setting recorded in the output differs from this run's, said for people."""
     if key == "word_counts":
         return "another word-count table"
     if key == "extend":
