@@ -20,6 +20,7 @@ import os
 import tempfile
 import time
 
+import bpe
 from bpe.accelerators import unicode_gaps
 from bpe.pretokenize import PRESETS
 
@@ -29,7 +30,7 @@ def _measurers(pattern: str) -> dict:
     from bpe.accelerators import proof
     from bpe.training import gigatoken_counts
 
-    tokenizer = __import__("bpe").Tokenizer([(104, 105)], pattern=pattern)
+    tokenizer = bpe.Tokenizer([(104, 105)], pattern=pattern)
     measurers = {}
     for name in ("gigatoken", "fastokens", "splintr"):
         module = importlib.import_module(f"bpe.accelerators.{name}")
