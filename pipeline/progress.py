@@ -129,9 +129,11 @@ class Progress:
     def run(self, pipeline):
         """Runs the pipeline to its end (``run()``, ``wait_until_finish()``) with the
         progress shown meanwhile; returns the result."""
+        # Asked before the job runs: Beam's PortableRunner takes the runner out of the options.
+        direct = is_direct(pipeline.options)
         if not self.enabled:
             result = pipeline.run()
-            _wait(result, pipeline)
+            _wait(result, pipeline, direct)
             return result
         # The FnApiRunner of pipeline.runtime reads the counters from its workers as the job goes.
         watch = getattr(pipeline.runner, "watch_counters", None)
@@ -140,19 +142,20 @@ class Progress:
             result = pipeline.run()
             if display.source is None:  # run() returned while the job runs: ask its result
                 display.source = lambda: committed_counters(_fresh(result)) or None
-            _wait(result, pipeline)
+            _wait(result, pipeline, direct)
             display.finish(lambda: committed_counters(_fresh(result)))
         return result
 
 
-def _wait(result, pipeline) -> None:
+def _wait(result, pipeline, direct: bool) -> None:
     """Waits for the job of ``result`` to end; a stop cancels it on its runner, and a job that fails
-    on a cluster is one line (``errors.JobFailed``); on DirectRunner a failure is ours: it raises as is."""
+    on a cluster is one line (``errors.JobFailed``); on DirectRunner (``direct``) a failure is ours:
+    it raises as is."""
     with runtime.cancel_on_stop(result, lambda: job_service.cancel(result, pipeline.options)):
         try:
             result.wait_until_finish()
         except Exception as e:  # noqa: BLE001 - re-raised as is unless the job ran on a cluster
-            if is_direct(pipeline.options):
+            if direct:
                 raise
             raise job_service.failure(e, pipeline.options) from None
 

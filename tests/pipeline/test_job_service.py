@@ -194,17 +194,22 @@ def test_a_job_failed_on_a_cluster_is_one_line_with_its_root_cause_and_where_to_
 
 def test_a_failed_cluster_job_ends_the_command_with_one_line_and_exit_1(monkeypatch, capsys, tmp_path):
     """Through the CLI: a PortableRunner job whose wait raises as Beam's does when the cluster fails it."""
+    from apache_beam.options.pipeline_options import StandardOptions
     from apache_beam.runners.portability.portable_runner import PortableRunner
 
     class FailedResult:
         def wait_until_finish(self, duration=None):
             raise RuntimeError(JAVA_FAILURE)
 
-    monkeypatch.setattr(PortableRunner, "run_pipeline", lambda self, pipeline, options: FailedResult())
+    def run_pipeline(self, pipeline, options):
+        options.view_as(StandardOptions).runner = None  # as Beam's own does, so the job server never sees it
+        return FailedResult()
+
+    monkeypatch.setattr(PortableRunner, "run_pipeline", run_pipeline)
     corpus = tmp_path / "in.txt"
     corpus.write_text("some text to count\n")
     code = cli.main(["train", "--input", str(corpus), "--vocab-size", "260", "--output", str(tmp_path / "tok"),
-                     "--runner=PortableRunner", "--job_endpoint=localhost:1", "--no-progress"])
+                     "--runner=PortableRunner", "--job_endpoint=localhost:1"])
     err = capsys.readouterr().err
     assert code == 1
     assert "beam-bpe train: error: the job failed on the cluster: java.util.concurrent.TimeoutException" in err
