@@ -134,6 +134,9 @@ def count(texts, output: str) -> None:
             file_name_suffix=".parquet",
             num_shards=1,
             shard_name_template="",
+            # The partitions reach the one writer in whatever order the workers finish them:
+            # sorted, the file is the same bytes for any number of workers.
+            sort_by=("word",),
         )
     )
 
