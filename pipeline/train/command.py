@@ -17,7 +17,7 @@ complete phase 1 and continues the merges from their checkpoint (see
 (``pipeline.train.sources``).
 
 Everything the user can get wrong is checked before the job starts and
-reported as one line (``pipeline.errors.UserError``).
+reported as one line (``pipeline.command_machinery.errors.UserError``).
 """
 
 from __future__ import annotations
@@ -39,17 +39,18 @@ from bpe.tokenizer_file.roles import ROLES_FILE
 from bpe.training.gigatoken_counts import PATTERNS as GIGATOKEN_PATTERNS
 from bpe.training.piece_counter import choose_engine
 from bpe.training.trainer import MAX_TOKEN_ID, special_token_clash, vocab_size_problem
-from pipeline import outputs, progress, runtime
-from pipeline.config import Setting, default_help, preset_names, resolve
-from pipeline.errors import UserError
-from pipeline.interrupts import interrupting_signal, sigterm_as_interrupt
+from pipeline import runtime
+from pipeline.command_machinery import outputs, progress
+from pipeline.command_machinery.config import Setting, default_help, preset_names, resolve
+from pipeline.command_machinery.errors import UserError
+from pipeline.command_machinery.interrupts import interrupting_signal, sigterm_as_interrupt
 from pipeline.train.resume import (
     CHECKPOINT_FILE, COUNT_MARKER_FILE, Checkpoint, CountMarker, asked_size, check_finished_result, count_settings,
     file_states, fingerprint, merge_settings, recorded_count, resume_command,
 )
-from pipeline.runners import committed_counters, describe_runner, pipeline_options
-from pipeline.train import sources
+from pipeline.command_machinery.runners import committed_counters, describe_runner, pipeline_options
 from pipeline.train import extend
+from pipeline.train import sources
 from pipeline.train import superwords
 from pipeline.train.stats import TrainStats, summary_lines
 from pipeline.train.word_counts import (

@@ -7,7 +7,7 @@ import json
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline import outputs
+from pipeline.command_machinery import outputs
 from pipeline.train.sources import summary_lines as source_lines
 
 # What the count phase measured: kept in its completion marker, so that a

@@ -16,7 +16,7 @@ headers, and the job's plan of each split) and checked: the real tokens
 written plus the dropped ones equal the tokens of the input shards, and the
 documents of both splits are the input's documents.
 
-Named sources with token budgets (``--source``, ``pipeline.pack_sources``)
+Named sources with token budgets (``--source``, ``pipeline.pack.sources``)
 make a mixture, recorded in mixture.json beside stats.json; the output then
 accounts for the tokens the mixture took instead of the input's.
 
@@ -24,7 +24,7 @@ accounts for the tokens the mixture took instead of the input's.
 packing stages in one job after encode's, through ``add_packing_options``,
 ``check_options``, ``packing_transform``, ``write_packed`` and ``publish``.
 
-Crash safety (``pipeline.outputs.StagedOutput``, as in ``beam-bpe encode``):
+Crash safety (``pipeline.command_machinery.outputs.StagedOutput``, as in ``beam-bpe encode``):
 the job writes into ``DIR/.staging/`` (with the spilled token streams of
 packing, ``transforms.pack.spill``, in ``spill/``, about two or four bytes
 a token, and for megatron the parts of each split's dataset in ``parts/``,
@@ -46,9 +46,11 @@ from typing import Sequence
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline import outputs, pack_sources, progress, runtime
-from pipeline.errors import UserError
-from pipeline.runners import describe_runner, pipeline_options
+from pipeline import runtime
+from pipeline.command_machinery import outputs, progress
+from pipeline.command_machinery.errors import UserError
+from pipeline.command_machinery.runners import describe_runner, pipeline_options
+from pipeline.pack import sources as pack_sources
 from transforms.pack import MixtureSpec, PackSequences, bad_token_shard, plan_mixture_json, shard_units, source_units
 from transforms.pack import (
     FILE_TOKEN_LIMITS, FORMATS, PARTS_DIR, SPLITS, SUFFIXES, ShardsInfo, WriteFiles, WriteMegatronDocuments,

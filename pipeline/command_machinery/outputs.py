@@ -14,7 +14,7 @@ One contract for the drivers (``train``, ``encode``, and those that follow):
 * **Ownership** (``claim``). Before a job writes anything it claims its
   output directory: the directory is new or empty, or holds our own
   ``.beam-bpe-output.json`` from a previous run of the same command; then it
-  takes the directory's lock (``pipeline.output_lock``). A directory holding
+  takes the directory's lock (``pipeline.command_machinery.output_lock``). A directory holding
   files we did not write, an output of another command, a path with glob
   characters (Beam's file systems match and delete by glob) and an output that
   holds an input file are refused. So clearing leftovers and replacing a result
@@ -46,8 +46,8 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from bpe.atomic_write import replace_file
-from pipeline.errors import UserError
-from pipeline.output_lock import LOCK_FILE, OutputLock
+from pipeline.command_machinery.errors import UserError
+from pipeline.command_machinery.output_lock import LOCK_FILE, OutputLock
 from transforms.dead_letters import DEAD_LETTER_GLOB, DEAD_LETTERS_DIR
 
 __all__ = [
@@ -173,7 +173,7 @@ def claim(directory: str, command: str, inputs: Sequence[str] = (), flag: str = 
 
     Creates it if needed, proves it writable, writes ``OWNER_FILE`` into a new
     or empty directory, and takes its lock (released by
-    ``pipeline.output_lock.release_all`` when the command ends).
+    ``pipeline.command_machinery.output_lock.release_all`` when the command ends).
 
     Args:
       directory: the output directory (absolute local path or URL).

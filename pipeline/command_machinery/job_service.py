@@ -4,12 +4,12 @@
     cancel(result, options)                           # a stop: the job cancelled on its runner
 
 Beam's PortableRunner accepts every option the job service advertises
-(``DescribePipelineOptions``), so beam-bpe does too (``pipeline.runners.check_beam_args``).
+(``DescribePipelineOptions``), so beam-bpe does too (``pipeline.command_machinery.runners.check_beam_args``).
 
 Cancelling: Beam's Flink job server (2.70) answers a cancel by dropping its own wait for the
 job, and the job goes on running on the cluster. So when the options name the cluster
 (``--flink_master``), the job is also cancelled through Flink's REST API, found by its name
-(the Beam job name, which beam-bpe sets when the user does not: ``pipeline.runners``).
+(the Beam job name, which beam-bpe sets when the user does not: ``pipeline.command_machinery.runners``).
 """
 
 from __future__ import annotations

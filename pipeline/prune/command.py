@@ -18,7 +18,7 @@ writes:
   tokenizers and the corpus's tokens before and after, which a second pass of
   the job counts with the pruned tokenizer.
 
-The output follows the job-output contract of ``pipeline.outputs``; a complete result is
+The output follows the job-output contract of ``pipeline.command_machinery.outputs``; a complete result is
 replaced only with ``--overwrite`` (it stays whole until the new one is complete).
 """
 
@@ -36,11 +36,12 @@ from bpe.pruning import PruneError, check_prunable, token_count
 from bpe.pruning import prune as prune_tokenizer
 from bpe.tokenizer import FILE_NAME, Tokenizer
 from bpe.tokenizer_file.roles import ROLES_FILE
-from pipeline import outputs, progress, runtime, tokenizer_flags
-from pipeline.errors import UserError
+from pipeline import runtime
+from pipeline.command_machinery import outputs, progress, tokenizer_flags
+from pipeline.command_machinery.errors import UserError
+from pipeline.command_machinery.runners import describe_runner, pipeline_options
 from pipeline.report.json_report import ratio, token_text
 from pipeline.report.measures import read_measures, write_measures
-from pipeline.runners import describe_runner, pipeline_options
 from transforms.dead_letters import WriteDeadLetters
 from transforms.read import FORMATS, ReadDocuments, match_inputs
 from transforms.token_use import CountTokenUse

@@ -1,4 +1,4 @@
-"""pipeline.outputs, the job-output contract: paths, atomic writes, staging, dead letters, --strict;
+"""pipeline.command_machinery.outputs, the job-output contract: paths, atomic writes, staging, dead letters, --strict;
 and train + encode writing to an object store (a moto S3 server) through it."""
 
 import io
@@ -9,8 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import bpe
-from pipeline import cli, outputs
-from pipeline.errors import UserError
+from pipeline import cli
+from pipeline.command_machinery import outputs
+from pipeline.command_machinery.errors import UserError
 from tests.support.cli import IN_MEMORY, train
 from tests.support.toy_tokenizers import plain_count
 

@@ -1,0 +1,9 @@
+"""``beam-bpe pack``: token shards -> shuffled fixed-length sequences, or Megatron datasets.
+
+    command.py  the command: flags, checks before the job, the packing job, stats.json
+    sources.py  ``--source NAME=GLOB`` with token budgets: the mixture's sources, checked before the job
+"""
+
+from pipeline.pack.command import add_arguments, run
+
+__all__ = ["add_arguments", "run"]
