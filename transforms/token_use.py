@@ -20,7 +20,7 @@ import numpy as np
 
 from bpe.engines import EngineProof
 from transforms import metrics
-from transforms.adding import AddUp
+from transforms.batches import AddUp
 from transforms.tokenizer_loading import load_proven
 
 __all__ = ["CountTokenUse", "TokenUse"]

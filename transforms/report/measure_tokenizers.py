@@ -32,7 +32,7 @@ from bpe.engines import EngineProof
 from bpe.scripts import SCRIPTS
 from bpe.tokenizer import Tokenizer
 from transforms import metrics
-from transforms.adding import AddUp
+from transforms.batches import AddUp
 from transforms.report.figures import Figures, measure_batch
 from transforms.report.measures import SamplePart, figures_to_json, sample_parts
 from transforms.report.sample import Segmenter, visualizer_picks, visualizer_tokens
