@@ -133,7 +133,7 @@ def cpu():
 started, cpu_before = time.perf_counter(), cpu()
 warm_workers.start_for(["train", f"--direct_num_workers={workers}"], WORKER_MODULES["train"])
 from pipeline.command_machinery.runners import pipeline_options
-from pipeline.train.command import run_count_job
+from pipeline.train.count_job import run_count_job
 options = pipeline_options([f"--direct_num_workers={workers}", "--direct_running_mode=multi_processing"])
 args = argparse.Namespace(input=[shards], format="jsonl", text_field="text", pattern=pattern, min_word_count=1,
                           no_progress=True, progress_every=10.0)
