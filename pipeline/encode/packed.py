@@ -31,7 +31,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline import runtime
-from pipeline.command_machinery import outputs, progress
+from pipeline.command_machinery import outputs, progress, unreadable_records
 from pipeline.command_machinery.errors import UserError
 from pipeline.command_machinery.runners import pipeline_options
 from pipeline.encode import job
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         # (--validation-documents): nothing of this run stays behind.
         outputs.delete(output_dir, (outputs.STAGING_DIR,))
         raise
-    outputs.fail_if_strict(args.strict, output_dir, f"the packed sequences and stats.json are written to {output_dir}")
+    unreadable_records.fail_if_strict(args.strict, output_dir, f"the packed sequences and stats.json are written to {output_dir}")
     return 0
 
 

@@ -37,7 +37,7 @@ from bpe.pruning import prune as prune_tokenizer
 from bpe.tokenizer import FILE_NAME, Tokenizer
 from bpe.tokenizer_file.roles import ROLES_FILE
 from pipeline import runtime
-from pipeline.command_machinery import outputs, progress, tokenizer_flags
+from pipeline.command_machinery import outputs, progress, tokenizer_flags, unreadable_records
 from pipeline.command_machinery.errors import UserError
 from pipeline.command_machinery.runners import describe_runner, pipeline_options
 from pipeline.report.json_report import ratio, token_text
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
                         f"({before['bytes']:,} bytes) in the first pass, {read[0]:,} ({read[1]:,} bytes) in the "
                         "second; nothing was published")
 
-    dead_letters = len(outputs.read_dead_letters(staging))
+    dead_letters = len(unreadable_records.read_dead_letters(staging))
     stats = {
         "corpus": {"inputs": args.input, "documents": before["documents"], "bytes": before["bytes"],
                    "dead_letters": dead_letters},

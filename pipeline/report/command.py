@@ -25,7 +25,7 @@ from apache_beam.io.filesystems import FileSystems
 from bpe import proof_cache
 from bpe.tokenizer import Tokenizer
 from pipeline import runtime
-from pipeline.command_machinery import outputs, progress, tokenizer_flags
+from pipeline.command_machinery import outputs, progress, tokenizer_flags, unreadable_records
 from pipeline.command_machinery.errors import UserError
 from pipeline.command_machinery.runners import describe_runner, pipeline_options
 from pipeline.report.json_report import build_report
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     # The page's patterns come translated by the job's workers (see MeasureTokenizers' per_tokenizer).
     measures = combine_measures(read_measures(staging), tokenizers, CHECK_TEXTS, live_pattern)
     patterns = measures["per_tokenizer"]
-    dead_letters = len(outputs.read_dead_letters(staging))
+    dead_letters = len(unreadable_records.read_dead_letters(staging))
     report = build_report(measures, tokenizers, tokenizer_paths, args.input, dead_letters, args.rare_below)
     page = render_page(report, tokenizers, measures["checks"], patterns)
     outputs.write_atomic(FileSystems.join(staging, PAGE_FILE), page)

@@ -33,7 +33,7 @@ from apache_beam.io.filesystems import FileSystems
 import bpe
 from bpe.pretokenize import resolve_pattern
 from bpe.tokenizer_file.roles import ROLES_FILE
-from pipeline.command_machinery import outputs, progress
+from pipeline.command_machinery import outputs, progress, unreadable_records
 from pipeline.command_machinery.config import Setting, default_help, preset_names, resolve
 from pipeline.command_machinery.errors import UserError
 from pipeline.command_machinery.interrupts import interrupting_signal, sigterm_as_interrupt
@@ -172,7 +172,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         table, table_id = given_table, given_id
     else:
         table_id = count_job.count_phase(args, files, output, options, stats, rule, base)
-        outputs.fail_if_strict(args.strict, output, f"not training. Word counts so far: {stats.word_counts}")
+        unreadable_records.fail_if_strict(args.strict, output, f"not training. Word counts so far: {stats.word_counts}")
         _check_dead_letters(stats, output)
         table = read_word_counts(stats.word_counts)
     if sources.training_weights(args) is not None:  # counted by source
@@ -300,7 +300,7 @@ def _check_dead_letters(stats: TrainStats, output: str) -> None:
     records = stats.documents + stats.dead_letters
     if stats.dead_letters <= records * DEAD_LETTER_SHARE:
         return
-    letters = outputs.read_dead_letters(output)
+    letters = unreadable_records.read_dead_letters(output)
     reasons = Counter(letter["reason"].split(": ", 1)[0] for letter in letters)
     reason, count = reasons.most_common(1)[0]
     if count <= records * DEAD_LETTER_SHARE:
@@ -360,4 +360,4 @@ def _write_results(tokenizer: bpe.Tokenizer, output: str, stats: TrainStats, sta
         lines[learned + 1:learned + 1] = extend.summary_lines(stats)
     print("\n".join(lines), file=sys.stderr)
     if stats.dead_letters:
-        outputs.print_dead_letters(outputs.read_dead_letters(output), output, file=sys.stderr)
+        unreadable_records.print_dead_letters(unreadable_records.read_dead_letters(output), output, file=sys.stderr)

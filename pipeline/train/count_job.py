@@ -22,7 +22,7 @@ from bpe.tokenizer_file.roles import ROLES_FILE
 from bpe.training.gigatoken_counts import PATTERNS as GIGATOKEN_PATTERNS
 from bpe.training.piece_counter import choose_engine
 from pipeline import runtime
-from pipeline.command_machinery import outputs, progress
+from pipeline.command_machinery import outputs, progress, unreadable_records
 from pipeline.command_machinery.runners import committed_counters, describe_runner
 from pipeline.train import extend, sources, superwords
 from pipeline.train.resume import CHECKPOINT_FILE, COUNT_MARKER_FILE, CountMarker, count_settings, file_states, fingerprint
@@ -67,7 +67,7 @@ def count_phase(args: argparse.Namespace, files: list[str], output: str, options
         table_id = fingerprint(stats.word_counts)
         marker.write(table_id, stats)
     # The files are the source of truth; counters are for reporting only.
-    stats.dead_letters = len(outputs.read_dead_letters(output))
+    stats.dead_letters = len(unreadable_records.read_dead_letters(output))
     return table_id
 
 
@@ -81,7 +81,7 @@ def run_count_job(args: argparse.Namespace, output: str, options, files: int | N
     counted (``transforms.ordinary_runs``) instead of the documents (never with ``rule``)."""
     # Dead letters of a previous run would be mistaken for ours, and Beam's temporary
     # directories of a job that was stopped are never removed by Beam.
-    stale = outputs.dead_letter_files(output)
+    stale = unreadable_records.dead_letter_files(output)
     if stale:
         FileSystems.delete(stale)
     outputs.delete(output, (outputs.BEAM_TEMP_GLOB, *(outputs.temporary_path(name) for name in OWN_FILES)))
