@@ -1,17 +1,21 @@
 """beam-bpe on a Flink cluster of two TaskManagers against DirectRunner, on one 2-core machine.
 
-    python -m benchmarks.bench_cluster [--mb 60] [--copies 4] [--state-dir /var/tmp/beam-bpe-cluster]
+    python -m benchmarks.bench_cluster [--mb 60] [--copies 4 16] [--repeat 3] [--state-dir /var/tmp/beam-bpe-cluster]
 
 Run as root from the repository root (the cluster: ``python -m tests.cluster``, started here
 as a command, brought up if it is not). Measures, side by side in one run:
 
-- marginal CPU-seconds per GB of ``encode`` and of ``train``'s count, between the corpus once
-  (``--mb``) and ``--copies`` times: the fixed cost cancels. CPU is that of every process: on
+- marginal CPU-seconds per GB of ``encode`` and of ``train``'s count, between the corpus
+  (``--mb``) taken ``--copies`` times, twice (by default 240 MB and 960 MB): the fixed cost cancels. CPU is that of every process: on
   the cluster the JVMs, worker pools and SDK workers in the hosts' namespaces, the job server
   and the client; on DirectRunner the command and its workers;
 - the fixed cost: the fit's intercept (CPU-seconds at zero bytes);
 - a one-document encode on the running cluster, end to end (the command's wall time);
-- the large encode's wall time on both runners.
+- the smaller encode's wall time on both runners (240 MB by default).
+
+Each job runs ``--repeat`` times, the runners and commands taking turns. A marginal figure is
+the median over the repeats of (large - small) / GB, each repeat's two runs taken together; wall
+times are the least of the repeats (the run least disturbed by anything else on the machine).
 
 A cluster that was not up is stopped at the end (`down`); one that was up stays up.
 
@@ -26,9 +30,11 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 from benchmarks.corpus import CACHE_DIR, corpus_text
@@ -80,6 +86,13 @@ def run(argv: list[str], state_dir: str | None) -> tuple[float, float]:
     return wall, client + ((cluster_cpu(state_dir) - before_cluster) if state_dir else 0.0)
 
 
+def last_job_seconds(rest: str) -> float:
+    """How long the cluster's latest job took, from its creation to its end (Flink's REST API)."""
+    with urllib.request.urlopen(f"{rest}/jobs/overview", timeout=5) as answer:
+        jobs = json.load(answer)["jobs"]
+    return max(jobs, key=lambda job: job["start-time"])["duration"] / 1000
+
+
 def write_corpus(directory: Path, docs: list[str], copies: int) -> int:
     """``copies`` copies of the documents as JSON Lines, 4 files a copy; returns the bytes of text."""
     shutil.rmtree(directory, ignore_errors=True)
@@ -101,8 +114,9 @@ def same_output(a: Path, b: Path) -> bool:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=60)
-    parser.add_argument("--copies", type=int, default=4)
+    parser.add_argument("--copies", type=int, nargs=2, default=[4, 16])
     parser.add_argument("--vocab-size", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--one-document-runs", type=int, default=5)
     parser.add_argument("--state-dir", default="/var/tmp/beam-bpe-cluster")
     args = parser.parse_args(argv)
@@ -119,52 +133,59 @@ def measure(args: argparse.Namespace, flink: dict) -> None:
     """The runs and the figures, on the running cluster ``flink`` (`up`'s description)."""
     work = Path(flink["shared_dir"]) / "bench"
     docs = corpus_text(int(args.mb * 1e6))
-    sizes = {"small": write_corpus(work / "small", docs, 1), "large": write_corpus(work / "large", docs, args.copies)}
+    sizes = {"small": write_corpus(work / "small", docs, args.copies[0]),
+             "large": write_corpus(work / "large", docs, args.copies[1])}
     write_corpus(work / "one", docs[:1], 1)
+    write_corpus(work / "once", docs, 1)  # what the tokenizer learns from
     tok = work / "tok"
     shutil.rmtree(tok, ignore_errors=True)
-    run(["train", "--input", f"{work}/small/*.jsonl", "--vocab-size", str(args.vocab_size), "--output", str(tok)], None)
+    run(["train", "--input", f"{work}/once/*.jsonl", "--vocab-size", str(args.vocab_size), "--output", str(tok)], None)
     print(f"inputs: {sizes['small'] / 1e6:.1f} MB and {sizes['large'] / 1e6:.1f} MB of text; "
           f"vocab {args.vocab_size}; cluster: {' '.join(flink['beam_args'])}")
     # A first job warms the cluster's JVMs, as any job after the first finds them.
     run(["encode", "--tokenizer", str(tok), "--input", f"{work}/one/*.jsonl", "--output", str(work / "warm"),
          *flink["beam_args"]], args.state_dir)
-    measured: dict[tuple[str, str, str], tuple[float, float]] = {}
-    for size in ("small", "large"):
-        for runner in ("flink", "direct"):
-            flags, state = (flink["beam_args"], args.state_dir) if runner == "flink" else ([], None)
-            for command in ("encode", "count"):
-                out = work / f"{command}-{size}-{runner}"
-                shutil.rmtree(out, ignore_errors=True)
-                job = (["encode", "--tokenizer", str(tok)] if command == "encode"
-                       else ["train", "--vocab-size", "257"])  # a 1-merge train: the count job alone, nearly
-                measured[(command, size, runner)] = run(
-                    [*job, "--input", f"{work}/{size}/*.jsonl", "--output", str(out), *flags], state)
-                wall, cpu = measured[(command, size, runner)]
-                print(f"{command:6} {size:5} {runner:6} wall {wall:6.1f} s  CPU {cpu:6.1f} s", flush=True)
-            if runner == "direct":
-                for command in ("encode",):
-                    assert same_output(work / f"{command}-{size}-flink", work / f"{command}-{size}-direct")
+    measured: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+    for _ in range(args.repeat):
+        for size in ("small", "large"):
+            for runner in ("flink", "direct"):
+                flags, state = (flink["beam_args"], args.state_dir) if runner == "flink" else ([], None)
+                for command in ("encode", "count"):
+                    out = work / f"{command}-{size}-{runner}"
+                    shutil.rmtree(out, ignore_errors=True)
+                    job = (["encode", "--tokenizer", str(tok)] if command == "encode"
+                           else ["train", "--vocab-size", "257"])  # a 1-merge train: the count job alone, nearly
+                    wall, cpu = run([*job, "--input", f"{work}/{size}/*.jsonl", "--output", str(out), *flags], state)
+                    measured.setdefault((command, size, runner), []).append((wall, cpu))
+                    print(f"{command:6} {size:5} {runner:6} wall {wall:6.1f} s  CPU {cpu:6.1f} s", flush=True)
+                if runner == "direct":
+                    assert same_output(work / f"encode-{size}-flink", work / f"encode-{size}-direct")
     gb = (sizes["large"] - sizes["small"]) / 1e9
-    print(f"\nmarginal CPU-seconds per GB (between {sizes['small'] / 1e6:.0f} and {sizes['large'] / 1e6:.0f} MB):")
+    print(f"\nmarginal CPU-seconds per GB (between {sizes['small'] / 1e6:.0f} and {sizes['large'] / 1e6:.0f} MB), "
+          f"median of {args.repeat} repeats:")
     for command in ("encode", "count"):
         per_gb = {}
         for runner in ("flink", "direct"):
-            small, large = measured[(command, "small", runner)][1], measured[(command, "large", runner)][1]
-            per_gb[runner] = (large - small) / gb
-            fixed = small - per_gb[runner] * sizes["small"] / 1e9
+            small, large = measured[(command, "small", runner)], measured[(command, "large", runner)]
+            per_gb[runner] = statistics.median((big[1] - little[1]) / gb for little, big in zip(small, large))
+            fixed = statistics.median(little[1] for little in small) - per_gb[runner] * sizes["small"] / 1e9
             print(f"  {command:6} {runner:6} {per_gb[runner]:6.1f} CPU-s/GB, fixed {fixed:5.1f} CPU-s")
         print(f"  {command:6} ratio flink/direct {per_gb['flink'] / per_gb['direct']:.2f}")
-    walls = []
+    walls, in_flink = [], []
     for k in range(args.one_document_runs):
         out = work / f"one-{k}"
         shutil.rmtree(out, ignore_errors=True)
         walls.append(run(["encode", "--tokenizer", str(tok), "--input", f"{work}/one/*.jsonl", "--output", str(out),
                           *flink["beam_args"]], args.state_dir))
+        in_flink.append(last_job_seconds(flink["rest"]))
     print("one-document encode on the running cluster, end to end: "
-          + ", ".join(f"{wall:.1f} s ({cpu:.1f} CPU-s)" for wall, cpu in walls))
-    flink_wall, direct_wall = measured[("encode", "large", "flink")][0], measured[("encode", "large", "direct")][0]
-    print(f"large encode wall: flink {flink_wall:.1f} s, direct {direct_wall:.1f} s, ratio {flink_wall / direct_wall:.2f}")
+          + ", ".join(f"{wall:.1f} s ({cpu:.1f} CPU-s)" for wall, cpu in walls)
+          + "; of which the Flink job (created to finished, its REST API): "
+          + ", ".join(f"{seconds:.1f} s" for seconds in in_flink))
+    flink_wall, direct_wall = (min(wall for wall, _ in measured[("encode", "small", runner)])
+                               for runner in ("flink", "direct"))
+    print(f"{sizes['small'] / 1e6:.0f} MB encode wall (least of {args.repeat}): flink {flink_wall:.1f} s, "
+          f"direct {direct_wall:.1f} s, ratio {flink_wall / direct_wall:.2f}")
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -33,7 +33,7 @@ import sys
 
 from pipeline import runtime
 from pipeline.command_machinery import disk_full, output_lock
-from pipeline.command_machinery.errors import UserError
+from pipeline.command_machinery.errors import JobFailed, UserError
 
 # Each subcommand lives in its own module with add_arguments(parser) and run(args, beam_args) -> int.
 COMMANDS = {
@@ -119,6 +119,9 @@ def _main(argv: list[str] | None) -> int:
     except UserError as e:
         print(f"beam-bpe {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except JobFailed as e:
+        print(f"beam-bpe {args.command}: error: {e}", file=sys.stderr)
+        return 1
     except Exception as e:  # noqa: BLE001 - only a full disk is taken; anything else is re-raised
         runtime.end_if_worker_killed()  # a worker killed by a signal: one line and the end, on the command line
         code = disk_full.errno_of(e)

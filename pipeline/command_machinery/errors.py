@@ -6,3 +6,11 @@ class UserError(Exception):
 
     The CLI prints it as ``beam-bpe CMD: error: MESSAGE`` and exits with code 2.
     """
+
+
+class JobFailed(Exception):
+    """A job that failed on the runner it was sent to (a Flink or Spark cluster): what the
+    runner said, in one line, and where the rest is.
+
+    The CLI prints it as ``beam-bpe CMD: error: MESSAGE`` and exits with code 1.
+    """

@@ -2,6 +2,7 @@
 
     options = advertised_options("localhost:8099")   # the pipeline options the job service knows
     cancel(result, options)                           # a stop: the job cancelled on its runner
+    raise failure(error, options)                     # a failed job as one line (errors.JobFailed)
 
 Beam's PortableRunner accepts every option the job service advertises
 (``DescribePipelineOptions``), so beam-bpe does too (``pipeline.command_machinery.runners.check_beam_args``).
@@ -20,10 +21,13 @@ import time
 import urllib.parse
 import urllib.request
 
-__all__ = ["AdvertisedOption", "advertised_options", "cancel"]
+from pipeline.command_machinery.errors import JobFailed
+
+__all__ = ["AdvertisedOption", "advertised_options", "cancel", "failure"]
 
 _FLINK_TERMINAL = {"FINISHED", "FAILED", "CANCELED", "SUSPENDED"}
 _FLINK_CANCEL_WAIT = 15.0  # seconds to wait for Flink to confirm the cancel
+_MAX_REASON = 300  # characters of the runner's reason in the one line of a failed job
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,3 +105,30 @@ def cancel(result, options) -> None:
         job_name = options.view_as(GoogleCloudOptions).job_name
         if rest and job_name:
             _cancel_on_flink(rest, job_name)
+
+
+def failure(error: Exception, options) -> JobFailed:
+    """A failed job's one line, from what waiting for it raised: the job service's state and
+    the runner's root cause (a Java stack trace's last "Caused by:"), and where the rest is.
+
+    Args:
+      error: what the result's ``wait_until_finish()`` raised.
+      options: the job's pipeline options.
+    """
+    import grpc
+
+    if isinstance(error, grpc.RpcError):
+        code = error.code().name if callable(getattr(error, "code", None)) else "error"
+        return JobFailed(f"lost the job service ({code}) while the job ran; the job may still run on the "
+                         "cluster: check it there before running the command again")
+    text = str(error)
+    causes = [line.strip()[len("Caused by:"):].strip() for line in text.splitlines()
+              if line.strip().startswith("Caused by:")]
+    reason = causes[-1] if causes else next((line.strip() for line in text.splitlines() if line.strip()),
+                                             type(error).__name__)
+    if len(reason) > _MAX_REASON:
+        reason = reason[: _MAX_REASON - 3] + "..."
+    rest = _flink_rest(options)
+    where = f"Flink's web UI at {rest}" if rest else "the runner's logs"
+    return JobFailed(f"the job failed on the cluster: {reason} (the whole story: {where}); nothing was marked "
+                     "complete, and the same command runs it again")

@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from pipeline import runtime
 from pipeline.command_machinery import job_service
 from pipeline.command_machinery.errors import UserError
-from pipeline.command_machinery.runners import committed_counters
+from pipeline.command_machinery.runners import committed_counters, is_direct
 from transforms import metrics
 
 __all__ = ["PACKED", "READ", "Progress", "add_arguments", "check_arguments", "describe"]
@@ -132,8 +132,7 @@ class Progress:
         progress shown meanwhile; returns the result."""
         if not self.enabled:
             result = pipeline.run()
-            with runtime.cancel_on_stop(result, lambda: job_service.cancel(result, pipeline.options)):
-                result.wait_until_finish()
+            _wait(result, pipeline)
             return result
         # The FnApiRunner of pipeline.runtime reads the counters from its workers as the job goes.
         watch = getattr(pipeline.runner, "watch_counters", None)
@@ -142,10 +141,21 @@ class Progress:
             result = pipeline.run()
             if display.source is None:  # run() returned while the job runs: ask its result
                 display.source = lambda: committed_counters(_fresh(result)) or None
-            with runtime.cancel_on_stop(result, lambda: job_service.cancel(result, pipeline.options)):
-                result.wait_until_finish()
+            _wait(result, pipeline)
             display.finish(lambda: committed_counters(_fresh(result)))
         return result
+
+
+def _wait(result, pipeline) -> None:
+    """Waits for the job of ``result`` to end; a stop cancels it on its runner, and a job that fails
+    on a cluster is one line (``errors.JobFailed``); on DirectRunner a failure is ours: it raises as is."""
+    with runtime.cancel_on_stop(result, lambda: job_service.cancel(result, pipeline.options)):
+        try:
+            result.wait_until_finish()
+        except Exception as e:  # noqa: BLE001 - re-raised as is unless the job ran on a cluster
+            if is_direct(pipeline.options):
+                raise
+            raise job_service.failure(e, pipeline.options) from None
 
 
 def _fresh(result):

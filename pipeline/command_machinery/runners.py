@@ -9,6 +9,9 @@ Shared by the commands that run a Beam job:
     result = pipeline.run(); result.wait_until_finish()
     counters = committed_counters(result)      # {(namespace, name): value}
 
+On Flink and Spark (PortableRunner, FlinkRunner, SparkRunner), a job keeps its SDK workers
+from one stage to the next (``PORTABLE_DEFAULTS``), unless the user's flags say otherwise.
+
 DirectRunner (the default) is made to use every local core: unless the user's
 own flags say otherwise, it runs ``--direct_running_mode=multi_processing``
 with ``--direct_num_workers=0`` (one SDK worker process per core), and its
@@ -43,7 +46,7 @@ from pipeline.command_machinery import job_service
 from pipeline.command_machinery.errors import UserError
 
 __all__ = [
-    "DIRECT_DEFAULTS", "check_beam_args", "committed_counters", "describe_runner", "is_direct", "pipeline_options",
+    "DIRECT_DEFAULTS", "PORTABLE_DEFAULTS", "check_beam_args", "committed_counters", "describe_runner", "is_direct", "pipeline_options",
     "runs_on_fn_api_runner", "tokenizer_transport",
 ]
 
@@ -53,6 +56,13 @@ DIRECT_DEFAULTS = (
     "--default_sdk_harness_log_level=WARNING",
 )
 
+# On Flink and Spark, the job's SDK workers are shut down after each stage and started again
+# (a new Python process importing Beam and beam-bpe, 1-2 s) for the next one, unless the job
+# keeps them for a while after their last use. Ten seconds spans the gap between two stages;
+# the workers end that long after the job.
+PORTABLE_DEFAULTS = ("--environment_cache_millis=10000",)
+
+_PORTABLE_NAMES = {"portablerunner", "flinkrunner", "sparkrunner"}
 _DIRECT_NAMES = {"directrunner", "direct", "switchingdirectrunner", "fnapirunner", "bundlebaseddirectrunner"}
 # The names that mean "Beam's default DirectRunner", which would try Prism first.
 _SWITCHING_NAMES = {"directrunner", "direct", "switchingdirectrunner"}
@@ -232,12 +242,16 @@ def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
     check_beam_args(beam_args)
     if not is_direct(options) and options.view_as(GoogleCloudOptions).job_name is None:
         # A name of our own, so a job on a cluster can be found there (to cancel it: pipeline.command_machinery.job_service).
-        options = _Options([*beam_args, f"--job_name={_job_name()}"])
+        beam_args.append(f"--job_name={_job_name()}")
     if is_direct(options):
         # In multi_processing mode the runner re-logs every worker warning
         # (e.g. about options only the driver knows) as its own; keep errors.
         logging.getLogger("apache_beam.runners.portability.local_job_service").setLevel(logging.ERROR)
         options = _Options([*DIRECT_DEFAULTS, *beam_args])
+    elif _runner_key(options) in _PORTABLE_NAMES:
+        options = _Options([*PORTABLE_DEFAULTS, *beam_args])
+    else:
+        options = _Options(beam_args)
     # The driver's own file access before the job (matching inputs, checking the
     # output, reading a tokenizer) uses the same file-system options (S3
     # endpoint, credentials) as the job will.

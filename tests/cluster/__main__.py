@@ -76,10 +76,9 @@ def up(state: StateDir, engine: str, taskmanagers: int) -> dict:
     if engine == "flink":
         home = install.flink(state)
         install.beam_jars_into_flink(home, lib)
-        launcher = install.launcher(state)
     else:
         install.spark(state)
-        launcher = None
+    launcher = install.launcher(state)
     state.shared.mkdir(parents=True, exist_ok=True)
     network.up(engine, hosts)
     _say(f"starting what is not running of {engine} in {state.root}")

@@ -10,7 +10,11 @@ classes are in the cluster's own lib/ instead (install.beam_jars_into_flink). It
 system class loader, not one made in main: Flink's REST client deserializes a failed job's
 exception with the system class loader, and the real cause would be lost.
 
-The Spark job server is the Spark driver: executors connect back to it on the bridge.
+The Spark job server is the Spark driver: executors connect back to it on the bridge. Beam's
+Spark runner makes the same scan and would ship its finds (some 400 jars, 420 MB) with every
+application, for each executor to copy: it starts through the same launcher, and the executors
+find Beam's jars on their own classpath (``spark.executor.extraClassPath``, the same directory
+on every host here; on a real cluster, a directory each worker host has).
 """
 
 from __future__ import annotations
@@ -45,21 +49,25 @@ def _flink_command(state: StateDir, hosts: list[network.Host], lib: pathlib.Path
     ]
 
 
-def _spark_command(state: StateDir, hosts: list[network.Host], lib: pathlib.Path) -> list[str]:
+def _spark_command(state: StateDir, hosts: list[network.Host], lib: pathlib.Path, launcher: pathlib.Path) -> list[str]:
     hosts_file = state.run("spark") / "hosts"
     gateway = network.gateway("spark")
     return [
         *_SPARK_JAVA17,
         f"-Dspark.driver.host={gateway}", f"-Dspark.driver.bindAddress={gateway}",
         f"-Dspark.executor.extraJavaOptions=-Djdk.net.hosts.file={hosts_file}",
+        f"-Dspark.executor.extraClassPath={lib}/*",
         "-Dspark.executor.memory=2g",
-        "-cp", f"{lib}/*:{state.engine_home('spark')}/jars/*", "org.apache.beam.runners.spark.SparkJobServerDriver",
+        "-Djava.system.class.loader=BeamJobServerLauncher",
+        f"-Dbeam.launcher.classpath={lib}/*:{state.engine_home('spark')}/jars/*",
+        "-Dbeam.launcher.main=org.apache.beam.runners.spark.SparkJobServerDriver",
+        "-cp", str(launcher), "BeamJobServerLauncher",
         f"--spark-master-url=spark://{hosts[0].address}:7077",
     ]
 
 
 def start_if_missing(state: StateDir, engine: str, hosts: list[network.Host], lib: pathlib.Path,
-                     launcher: pathlib.Path | None = None) -> None:
+                     launcher: pathlib.Path) -> None:
     """Starts the job server unless it runs, and waits until it listens.
 
     Args:
@@ -67,7 +75,7 @@ def start_if_missing(state: StateDir, engine: str, hosts: list[network.Host], li
       engine: "flink" or "spark".
       hosts: the cluster's hosts, the master first.
       lib: the job server's jars (install.jobserver_jars).
-      launcher: the launcher jar (Flink only).
+      launcher: the launcher jar.
     """
     directory = state.host_dir(engine, "js")
     port = JOB_PORTS[engine]
@@ -77,7 +85,7 @@ def start_if_missing(state: StateDir, engine: str, hosts: list[network.Host], li
         daemons.stop(_NAME, directory)  # started with other settings (an older recipe): start it again
     artifacts = state.shared / f"artifacts-{engine}"  # the SDK workers read them: shared storage
     artifacts.mkdir(parents=True, exist_ok=True)
-    command = _flink_command(state, hosts, lib, launcher) if engine == "flink" else _spark_command(state, hosts, lib)
+    command = (_flink_command if engine == "flink" else _spark_command)(state, hosts, lib, launcher)
     started = daemons.start(_NAME, [
         f"{JAVA_HOME}/bin/java", f"-Djdk.net.hosts.file={state.run(engine) / 'hosts'}", f"-Djava.io.tmpdir={directory}",
         "-Dorg.slf4j.simpleLogger.showDateTime=true", "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",

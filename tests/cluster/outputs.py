@@ -33,7 +33,9 @@ def same_files(a: pathlib.Path, b: pathlib.Path, skip: tuple[str, ...] = ()) -> 
 
 
 def same_training(a: pathlib.Path, b: pathlib.Path) -> None:
-    """The same tokenizer.json, byte for byte, and the same word-count table, row for row."""
+    """The same tokenizer.json and word-count table, byte for byte (the table is sorted by its one
+    writer, whatever the runner), and a table with each word once."""
     assert (a / "tokenizer.json").read_bytes() == (b / "tokenizer.json").read_bytes()
-    rows = [sorted(zip(*pq.read_table(d / "word_counts.parquet").to_pydict().values())) for d in (a, b)]
-    assert rows[0] == rows[1] and len(rows[0]) == len({word for word, _ in rows[0]})
+    assert (a / "word_counts.parquet").read_bytes() == (b / "word_counts.parquet").read_bytes()
+    words = pq.read_table(a / "word_counts.parquet", columns=["word"]).column("word").to_pylist()
+    assert len(words) == len(set(words)) > 0

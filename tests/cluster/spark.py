@@ -1,10 +1,10 @@
 """A Spark 3.5.0 standalone cluster: one master host and N worker hosts.
 
-Each worker offers 2 cores and 4 GB. Beam's Spark runner ships the job server's whole
-classpath (some 400 jars) with every application, and each worker copies it into its work
-directory (about 420 MB): the worker removes the directories of finished applications a minute
-or two after they end (``spark.worker.cleanup.*``), and a worker starts with an empty one, so
-the disk stays bounded over many jobs.
+Each worker offers 2 cores and 4 GB. An application ships only the job server's launcher jar
+(``jobserver.py``: Beam's jars are on the executors' classpath instead of copied into each
+application's work directory); the worker still removes the directories of finished
+applications a minute or two after they end (``spark.worker.cleanup.*``), and a worker starts
+with an empty one, so the disk stays bounded over any number of jobs.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """beam-bpe on a Flink cluster of three hosts (a JobManager and two TaskManagers, each in its own
 network namespace) gives what DirectRunner gives, byte for byte, and loses nothing to a failure.
 
-- train, encode, pack and report: the same files (the word-count table: the same rows, whose
-  order no runner promises, not even DirectRunner from one run to the next);
+- train, encode, pack and report: the same files, byte for byte;
 - Ctrl-C cancels the job on the cluster (Flink's REST API shows nothing left running);
 - a TaskManager killed in the middle of an encode or a train: the job recovers (the cluster's
   restart strategy) and the result is complete, every document once;
@@ -63,14 +62,25 @@ def test_train_on_flink_gives_directrunners_tokenizer_and_word_counts(flink, wor
     assert json.loads((out / "train_stats.json").read_text())["runner"] == "PortableRunner"
 
 
+def _sdk_workers_started() -> int:
+    """How many SDK workers the TaskManagers' pools have started so far (their logs say each)."""
+    state = StateDir.at(STATE_DIR)
+    return sum((state.host_dir("flink", f"tm{index}") / "sdk-pool.log").read_text(errors="replace")
+               .count("Starting worker") for index in (1, 2))
+
+
 def test_encode_on_flink_gives_directrunners_shards_and_stats(flink, work):
     out = work / "flink-enc"
+    started = _sdk_workers_started()
     code, err = beam_bpe("encode", "--tokenizer", str(work / "direct-tok"), "--input", f"{work}/small/*.jsonl",
                          "--output", str(out), "--progress-every", "1", *flink["beam_args"])
     assert code == 0, err
     same_files(out, work / "direct-enc")
     # The progress lines come from the job's metrics, as the cluster reports them.
     assert "encode done: 120 documents" in err
+    # One SDK worker per TaskManager served every stage of the job (pipeline.runners.PORTABLE_DEFAULTS),
+    # instead of a new Python process per stage.
+    assert _sdk_workers_started() - started == 2
 
 
 def test_pack_on_flink_gives_directrunners_sequences_in_order(flink, work):
@@ -176,6 +186,7 @@ def test_a_failed_job_leaves_nothing_complete_and_a_rerun_completes(flink, work,
     assert daemons.kill("jm", state.host_dir("flink", "jm")) is not None
     _, err = process.communicate(timeout=300)
     assert process.returncode == 1, err
+    assert f"beam-bpe {command}: error: the job failed on the cluster: " in err and "Traceback" not in err, err
     complete = {"encode": "stats.json", "train": "tokenizer.json"}[command]
     assert not (out / complete).exists() and not list(out.glob("part-*"))
     flink = cluster("up", "--engine", "flink", "--taskmanagers", "2")

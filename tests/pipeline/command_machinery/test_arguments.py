@@ -257,3 +257,17 @@ def test_version_prints_the_installed_version(capsys):
         cli.main(["--version"])
     assert exited.value.code == 0
     assert capsys.readouterr().out == f"beam-bpe {version('beam-bpe')}\n"
+
+
+@pytest.mark.parametrize("runner", ["PortableRunner", "FlinkRunner", "SparkRunner"])
+def test_a_cluster_job_keeps_its_sdk_workers_between_stages_unless_told_otherwise(runner):
+    from apache_beam.options.pipeline_options import PortableOptions
+
+    from pipeline.command_machinery.runners import pipeline_options
+
+    def kept(options):  # Beam keeps the flag's text; the runner (Java) reads it as a number
+        return int(options.view_as(PortableOptions).environment_cache_millis)
+
+    assert kept(pipeline_options([f"--runner={runner}"])) == 10000
+    assert kept(pipeline_options([f"--runner={runner}", "--environment_cache_millis=0"])) == 0
+    assert kept(pipeline_options([])) == 0

@@ -167,3 +167,47 @@ def test_an_interrupt_while_waiting_for_a_job_elsewhere_cancels_it(capsys):
     with pytest.raises(KeyboardInterrupt), cancel_on_stop(HereResult(), lambda: cancelled.append("here")):
         raise KeyboardInterrupt
     assert cancelled == ["job"]
+
+
+JAVA_FAILURE = """Pipeline beam-bpe-x failed in state FAILED: org.apache.flink.runtime.client.JobExecutionException: \
+Job execution failed.
+\tat org.apache.flink.runtime.jobmaster.JobResult.toJobExecutionResult(JobResult.java:144)
+Caused by: org.apache.flink.runtime.JobException: Recovery is suppressed by FixedDelayRestartBackoffTimeStrategy
+\tat org.apache.flink.runtime.executiongraph.failover.ExecutionFailureHandler.handleFailure(ExecutionFailureHandler.java:180)
+Caused by: java.util.concurrent.TimeoutException: Heartbeat of TaskManager with id 10.79.1.4:41234-abc timed out.
+\t... 30 more
+"""
+
+
+def test_a_job_failed_on_a_cluster_is_one_line_with_its_root_cause_and_where_to_look():
+    options = pipeline_options(["--runner=PortableRunner", "--flink_master=10.0.0.2:8081"])
+    failed = job_service.failure(RuntimeError(JAVA_FAILURE), options)
+    line = str(failed)
+    assert "\n" not in line
+    assert "java.util.concurrent.TimeoutException: Heartbeat of TaskManager with id 10.79.1.4:41234-abc timed out." \
+        in line
+    assert "http://10.0.0.2:8081" in line and "nothing was marked complete" in line
+    # Without a Caused by: the first line; without --flink_master: the runner's logs.
+    plain = str(job_service.failure(RuntimeError("Pipeline x failed in state FAILED: out of slots\nmore"),
+                                    pipeline_options(["--runner=PortableRunner"])))
+    assert "out of slots" in plain and "more" not in plain and "the runner's logs" in plain
+
+
+def test_a_failed_cluster_job_ends_the_command_with_one_line_and_exit_1(monkeypatch, capsys, tmp_path):
+    """Through the CLI: a PortableRunner job whose wait raises as Beam's does when the cluster fails it."""
+    from apache_beam.runners.portability.portable_runner import PortableRunner
+
+    class FailedResult:
+        def wait_until_finish(self, duration=None):
+            raise RuntimeError(JAVA_FAILURE)
+
+    monkeypatch.setattr(PortableRunner, "run_pipeline", lambda self, pipeline, options: FailedResult())
+    corpus = tmp_path / "in.txt"
+    corpus.write_text("some text to count\n")
+    code = cli.main(["train", "--input", str(corpus), "--vocab-size", "260", "--output", str(tmp_path / "tok"),
+                     "--runner=PortableRunner", "--job_endpoint=localhost:1", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "beam-bpe train: error: the job failed on the cluster: java.util.concurrent.TimeoutException" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "tok" / "tokenizer.json").exists()
