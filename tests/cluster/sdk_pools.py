@@ -1,4 +1,7 @@
-"""Beam's Python SDK worker pools: one on each worker host, in its namespace, on port 50000.
+"""The Python SDK worker pools: one on each worker host, in its namespace, on port 50000.
+
+beam-bpe's pool (``pipeline.runtime.worker_pool``): Beam's, with a worker process kept ready, its
+imports done, for the next job.
 
 Jobs use ``--environment_type=EXTERNAL --environment_config=localhost:50000``: "localhost"
 resolves inside each worker's namespace, so each TaskManager (or Spark executor) gets SDK
@@ -26,7 +29,7 @@ def start_missing(state: StateDir, engine: str, workers: list[network.Host]) -> 
     for host in workers:
         directory = state.host_dir(engine, host.name)
         if daemons.pid(_NAME, directory) is None:
-            daemons.start(_NAME, [sys.executable, "-m", "apache_beam.runners.worker.worker_pool_main",
+            daemons.start(_NAME, [sys.executable, "-m", "pipeline.runtime.worker_pool",
                                   f"--service_port={PORT}"], directory, netns=host.netns, env=env)
     for host in workers:
         directory = state.host_dir(engine, host.name)

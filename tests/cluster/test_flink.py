@@ -62,16 +62,18 @@ def test_train_on_flink_gives_directrunners_tokenizer_and_word_counts(flink, wor
     assert json.loads((out / "train_stats.json").read_text())["runner"] == "PortableRunner"
 
 
-def _sdk_workers_started() -> int:
-    """How many SDK workers the TaskManagers' pools have started so far (their logs say each)."""
+def _sdk_workers_started() -> tuple[int, int]:
+    """How many SDK workers the TaskManagers' pools have started so far (their logs say each),
+    and how many of them in a process made ready before its job (pipeline.runtime.worker_pool)."""
     state = StateDir.at(STATE_DIR)
-    return sum((state.host_dir("flink", f"tm{index}") / "sdk-pool.log").read_text(errors="replace")
-               .count("Starting worker") for index in (1, 2))
+    logs = [(state.host_dir("flink", f"tm{index}") / "sdk-pool.log").read_text(errors="replace") for index in (1, 2)]
+    return sum(log.count("Starting worker") for log in logs), sum(log.count("made ready before") for log in logs)
 
 
 def test_encode_on_flink_gives_directrunners_shards_and_stats(flink, work):
     out = work / "flink-enc"
-    started = _sdk_workers_started()
+    time.sleep(3)  # the pools make their next workers ready (after the previous test's job)
+    started, ready = _sdk_workers_started()
     code, err = beam_bpe("encode", "--tokenizer", str(work / "direct-tok"), "--input", f"{work}/small/*.jsonl",
                          "--output", str(out), "--progress-every", "1", *flink["beam_args"])
     assert code == 0, err
@@ -79,8 +81,8 @@ def test_encode_on_flink_gives_directrunners_shards_and_stats(flink, work):
     # The progress lines come from the job's metrics, as the cluster reports them.
     assert "encode done: 120 documents" in err
     # One SDK worker per TaskManager served every stage of the job (pipeline.runners.PORTABLE_DEFAULTS),
-    # instead of a new Python process per stage.
-    assert _sdk_workers_started() - started == 2
+    # instead of a new Python process per stage, each one a process its pool had made ready.
+    assert _sdk_workers_started() == (started + 2, ready + 2)
 
 
 def test_pack_on_flink_gives_directrunners_sequences_in_order(flink, work):
