@@ -132,8 +132,8 @@ def cpu():
                for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
 started, cpu_before = time.perf_counter(), cpu()
 warm_workers.start_for(["train", f"--direct_num_workers={workers}"], WORKER_MODULES["train"])
-from pipeline.runners import pipeline_options
-from pipeline.train.command import run_count_job
+from pipeline.command_machinery.runners import pipeline_options
+from pipeline.train.count_job import run_count_job
 options = pipeline_options([f"--direct_num_workers={workers}", "--direct_running_mode=multi_processing"])
 args = argparse.Namespace(input=[shards], format="jsonl", text_field="text", pattern=pattern, min_word_count=1,
                           no_progress=True, progress_every=10.0)

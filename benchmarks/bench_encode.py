@@ -198,7 +198,7 @@ def io_limit_job(argv: list[str]) -> None:
 
     The same transforms as ``pipeline.encode`` (``ReadDocuments``, documents in
     batches of ``EncodeDocuments``' size, ``WriteTokenShards``, ``WriteDeadLetters``),
-    the same runner (``pipeline.runners``) and the same stats read back from the
+    the same runner (``pipeline.command_machinery.runners``) and the same stats read back from the
     shards. Each document becomes the row the real run wrote for it (kind
     ``ids``: its IDs, looked up), or a row of as many zeros (kind ``zeros``,
     which Parquet compresses to almost nothing). It starts and ends as the
@@ -209,8 +209,8 @@ def io_limit_job(argv: list[str]) -> None:
     which is not part of the job.
     """
     kind, real_out, sha256, vocab_size, inputs, out, *beam_args = argv
-    from pipeline.runtime import beam_import, warm_workers
     from pipeline.cli import WORKER_MODULES
+    from pipeline.runtime import beam_import, warm_workers
 
     gc.disable()
     beam_import.import_beam()
@@ -226,8 +226,8 @@ def io_limit_job(argv: list[str]) -> None:
     gc.enable()
     import apache_beam as beam
 
+    from pipeline.command_machinery.runners import pipeline_options
     from pipeline.encode.job import collect_stats
-    from pipeline.runners import pipeline_options
     from pipeline.runtime import new_pipeline
     from transforms.dead_letters import WriteDeadLetters
     from transforms.encode import EncodeDocuments

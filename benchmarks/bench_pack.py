@@ -203,7 +203,7 @@ def compare_formats(shards: list[str], work: str, args) -> None:
 def empty_job(workers: int) -> tuple[float, float, list[int]]:
     """Wall clock and CPU time of a Beam job that does nothing, on the same runner
     (the start-up floor), and the peak RSS of its worker processes (the memory floor)."""
-    code = ("import apache_beam as beam; from pipeline.runners import pipeline_options; from pipeline.runtime import new_pipeline\n"
+    code = ("import apache_beam as beam; from pipeline.command_machinery.runners import pipeline_options; from pipeline.runtime import new_pipeline\n"
             "import transforms.pack\n"
             "with new_pipeline(pipeline_options(['--direct_num_workers=%d'])) as p:\n"
             "    p | beam.Create([1, 2]) | beam.Map(lambda x: x)" % workers)

@@ -297,17 +297,9 @@ def train_parity(
     """
     if tie_break not in TIE_BREAKS:
         raise ValueError(f"tie_break must be one of {', '.join(TIE_BREAKS)}, not {tie_break!r}")
-    weights = weights or {}
     byte_ranks = hf_byte_ranks()
     sources = sorted(source_counts)
-    words: list[tuple[int, list[int], Fraction]] = []  # (source index, token IDs, weighted count)
-    for index, name in enumerate(sources):
-        weight = Fraction(str(weights.get(name, 1)))
-        totals: Counter = Counter()
-        for word, count in source_counts[name].items():
-            check_count(word, count)
-            totals[piece_bytes(word)] += count
-        words += [(index, list(word), count * weight) for word, count in totals.items() if count > 0 and word]
+    words = _weighted_words(source_counts, sources, weights or {})
     source_bytes = [sum(len(ids) * count for s, ids, count in words if s == index) for index in range(len(sources))]
 
     def tie_order(pair: Pair):
@@ -349,6 +341,21 @@ def train_parity(
         token_bytes.append(token_bytes[best[0]] + token_bytes[best[1]])
         words = [(s, merge_pair(ids, best, new_id), count) for s, ids, count in words]
     return merges
+
+
+def _weighted_words(source_counts: Mapping[str, Mapping[bytes | str, int]], sources: Sequence[str],
+                    weights: Mapping[str, object]) -> list[tuple[int, list[int], Fraction]]:
+    """``train_parity``'s words: (index of the source in ``sources``, token IDs, count times the
+    source's weight), a piece's counts added up within its source."""
+    words: list[tuple[int, list[int], Fraction]] = []
+    for index, name in enumerate(sources):
+        weight = Fraction(str(weights.get(name, 1)))
+        totals: Counter = Counter()
+        for word, count in source_counts[name].items():
+            check_count(word, count)
+            totals[piece_bytes(word)] += count
+        words += [(index, list(word), count * weight) for word, count in totals.items() if count > 0 and word]
+    return words
 
 
 def extend_bytes(

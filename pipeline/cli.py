@@ -18,7 +18,7 @@ once (``pipeline.runtime.stop_at_once``); elsewhere the interrupt unwinds (train
 saves its merges on the way) and ends in one line and exit 130 or 143.
 
 A full disk (ENOSPC, or EDQUOT: a quota) ends a command in one line and exit 1,
-however Beam wrapped the error of the worker that met it (``pipeline.disk_full``):
+however Beam wrapped the error of the worker that met it (``pipeline.command_machinery.disk_full``):
 nothing was marked complete, and the rerun removes what the job left.
 """
 
@@ -31,8 +31,9 @@ import logging
 import signal
 import sys
 
-from pipeline import disk_full, output_lock, runtime
-from pipeline.errors import JobFailed, UserError
+from pipeline import runtime
+from pipeline.command_machinery import disk_full, output_lock
+from pipeline.command_machinery.errors import JobFailed, UserError
 
 # Each subcommand lives in its own module with add_arguments(parser) and run(args, beam_args) -> int.
 COMMANDS = {
@@ -62,7 +63,7 @@ _IMPORT_NOISE = ("apitools not found", "Could not find a compatible bson package
 
 def quiet_beam_import_noise() -> None:
     """Keeps Beam's import-time warnings about connectors no step uses off the terminal,
-    and a full disk's tracebacks (``pipeline.disk_full``); everything else still shows."""
+    and a full disk's tracebacks (``pipeline.command_machinery.disk_full``); everything else still shows."""
     if not isinstance(sys.stderr, disk_full.QuietStderr):
         sys.stderr = disk_full.QuietStderr(sys.stderr)
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
@@ -97,7 +98,7 @@ def _main(argv: list[str] | None) -> int:
     command_line = sys.argv[1:] if argv is None else None
     runtime.start(command_line, WORKER_MODULES.get(command_line[0]) if command_line else None)
     # Imported after the line above: these import Beam.
-    from pipeline.interrupts import interrupting_signal, sigterm_as_interrupt
+    from pipeline.command_machinery.interrupts import interrupting_signal, sigterm_as_interrupt
 
     parser = _Parser(prog="beam-bpe", description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--version", action="version", version=f"beam-bpe {installed_version()}")
@@ -153,7 +154,7 @@ def installed_version() -> str:
 def _check_leftover_arguments(beam_args: list[str], our_flags: list[str], beam_options: bool) -> None:
     """Every argument our parser did not take must be a Beam option (for a command that takes them)."""
     if beam_options:
-        from pipeline.runners import check_beam_args
+        from pipeline.command_machinery.runners import check_beam_args
 
         check_beam_args(beam_args, our_flags)
         return

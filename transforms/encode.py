@@ -26,6 +26,7 @@ import numpy as np
 from bpe import engines
 from bpe.engines import EngineProof
 from transforms import metrics
+from transforms.batches import fixed_batches
 from transforms.shards import TokenRow, token_typecode
 from transforms.tokenizer_loading import load_proven
 
@@ -183,9 +184,7 @@ class EncodeDocuments(beam.PTransform):
     def expand(self, documents):
         return (
             documents
-            | "Batch" >> beam.BatchElements(
-                min_batch_size=self.batch_size, max_batch_size=self.batch_size, record_metrics=False
-            )
+            | "Batch" >> fixed_batches(self.batch_size)
             | "Encode" >> beam.ParDo(
                 _EncodeBatchFn(
                     self.tokenizer_path, self.proof, self.eos_token, self.append_eos,

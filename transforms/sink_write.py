@@ -36,7 +36,7 @@ __all__ = ["WriteWithSink", "temp_dir_beside", "make_dir"]
 
 def temp_dir_beside(file_path_prefix: str) -> str:
     """A new temporary directory's name beside files named ``file_path_prefix*``, as Beam names it
-    (``beam-temp-*``: what ``pipeline.outputs`` removes after an interrupted job)."""
+    (``beam-temp-*``: what ``pipeline.command_machinery.outputs`` removes after an interrupted job)."""
     base, last = FileSystems.split(file_path_prefix)
     return FileSystems.join(base, f"beam-temp-{last}-{uuid.uuid1().hex}")
 

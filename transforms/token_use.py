@@ -20,7 +20,7 @@ import numpy as np
 
 from bpe.engines import EngineProof
 from transforms import metrics
-from transforms.adding import AddUp
+from transforms.batches import AddUp, document_size, fixed_batches
 from transforms.tokenizer_loading import load_proven
 
 __all__ = ["CountTokenUse", "TokenUse"]
@@ -101,10 +101,7 @@ class CountTokenUse(beam.PTransform):
     def expand(self, documents):
         return (
             documents
-            | "Batch" >> beam.BatchElements(
-                min_batch_size=self.batch_bytes, max_batch_size=self.batch_bytes,
-                element_size_fn=lambda doc: len(doc.data) + 1, record_metrics=False,
-            )
+            | "Batch" >> fixed_batches(self.batch_bytes, document_size)
             | "Count" >> beam.ParDo(_CountBatchFn(self.tokenizer_path, self.proof, self.preset, self.vocab_size))
             | "Add" >> beam.CombineGlobally(AddUp(functools.partial(TokenUse.empty, self.vocab_size)))
             .without_defaults()

@@ -199,19 +199,36 @@ def rank_export_mismatch(tokens: Mapping[int, bytes], merges: Sequence[tuple[int
     by_bytes = {data: rank for rank, data in tokens.items()}
     if len(by_bytes) != len(tokens):
         return "two tokens have the same bytes"
+    made, mismatch = _merges_in_rank_order(tokens, by_bytes, merges)
+    if mismatch is not None:
+        return mismatch
+    if _replay_is_tiktoken(tokens, merges, made):
+        return None
+    return _own_run_mismatch(tokens, by_bytes, made, ignore_merges)
+
+
+def _merges_in_rank_order(tokens: Mapping[int, bytes], by_bytes: Mapping[bytes, int],
+                          merges: Sequence[tuple[int, int]]) -> tuple[dict[int, tuple[int, int]], str | None]:
+    """Check (a) of ``rank_export_mismatch``: token ID -> the merge that makes it, and why the
+    merges are not one merge per token, listed in rank order (None when they are)."""
     made: dict[int, tuple[int, int]] = {}
     previous = -1
     for i, (left, right) in enumerate(merges):
         if left not in tokens or right not in tokens:
-            return f"merge {i} ({left}, {right}) names an ID that is not a token"
+            return made, f"merge {i} ({left}, {right}) names an ID that is not a token"
         made_id = by_bytes.get(tokens[left] + tokens[right])
         if made_id is None:
-            return f"merge {i} ({left}, {right}) makes {tokens[left] + tokens[right]!r}, which is not a token"
+            return made, f"merge {i} ({left}, {right}) makes {tokens[left] + tokens[right]!r}, which is not a token"
         if made_id <= previous:
-            return f"merge {i} makes token {made_id}, not after the token {previous} the merge before it makes"
+            return made, f"merge {i} makes token {made_id}, not after the token {previous} the merge before it makes"
         made[made_id], previous = (left, right), made_id
-    if _replay_is_tiktoken(tokens, merges, made):
-        return None
+    return made, None
+
+
+def _own_run_mismatch(tokens: Mapping[int, bytes], by_bytes: Mapping[bytes, int],
+                      made: Mapping[int, tuple[int, int]], ignore_merges: bool) -> str | None:
+    """Check (b) of ``rank_export_mismatch``: the first token whose merge is not its own
+    run's last step (or that needs ``ignore_merges`` without it), or None."""
     for rank in sorted(tokens):
         data = tokens[rank]
         if len(data) < 2:

@@ -208,38 +208,51 @@ def train_merges(
         ``resume_from`` that training cannot have produced (an ID used before
         it exists, bytes spelled twice).
     """
-    if 256 + num_merges - 1 > MAX_TOKEN_ID:
-        raise ValueError(f"num_merges={num_merges} is too large: token IDs are limited to {MAX_TOKEN_ID}")
-    if tie_break not in TIE_BREAKS:
-        raise ValueError(f"tie_break must be one of {', '.join(TIE_BREAKS)}, not {tie_break!r}")
+    _check_merge_arguments(num_merges, tie_break, parity, global_merges)
     merges = check_merges(resume_from)
-    if isinstance(global_merges, bool) or not isinstance(global_merges, int) or global_merges < 0:
-        raise ValueError(f"global_merges must be an integer of at least 0, got {global_merges!r}")
-    if global_merges and not parity:
-        raise ValueError("global_merges is the hybrid variant of parity-aware training: it needs parity=True")
     words, counts, min_frequency, sources = _load_any_table(word_counts, min_frequency, weights, parity)
     if merges and len(merges) < num_merges:
         _replay(words, merges)
     first = min(global_merges, num_merges)
     if len(merges) < first:
-        # The hybrid variant: the plain loop learns the first merges on the same words (a piece
-        # in several sources is several words, whose pairs add up to the summed table's), then
-        # the parity-aware loop continues on the words as the plain loop left them, as it would
-        # from a checkpoint (see ``_learn_merges``).
-        plain = []
-        token_bytes = vocabulary_bytes(merges)
-
-        def plain_loop():
-            plain.append(_new_loop(words, counts, token_bytes, min_frequency, tie_break))
-            return plain[-1]
-
-        merges = _run_loop(plain_loop, merges, first, progress, checkpoint, checkpoint_every)
+        merges, words = _plain_merges_first(words, counts, merges, first, min_frequency, tie_break, progress,
+                                            checkpoint, checkpoint_every)
         if len(merges) < first:
             return merges  # no pair reaches min_frequency over all sources, so none does in one
-        words = plain.pop().current_words()
     token_bytes = vocabulary_bytes(merges)
     return _run_loop(lambda: _new_loop(words, counts, token_bytes, min_frequency, tie_break, sources), merges,
                      num_merges, progress, checkpoint, checkpoint_every)
+
+
+def _check_merge_arguments(num_merges: int, tie_break: str, parity: bool, global_merges: int) -> None:
+    """``train_merges``'s arguments that need no table: the merges fit in the token IDs, a known
+    tie-break, and ``global_merges`` a count that goes with ``parity``."""
+    if 256 + num_merges - 1 > MAX_TOKEN_ID:
+        raise ValueError(f"num_merges={num_merges} is too large: token IDs are limited to {MAX_TOKEN_ID}")
+    if tie_break not in TIE_BREAKS:
+        raise ValueError(f"tie_break must be one of {', '.join(TIE_BREAKS)}, not {tie_break!r}")
+    if isinstance(global_merges, bool) or not isinstance(global_merges, int) or global_merges < 0:
+        raise ValueError(f"global_merges must be an integer of at least 0, got {global_merges!r}")
+    if global_merges and not parity:
+        raise ValueError("global_merges is the hybrid variant of parity-aware training: it needs parity=True")
+
+
+def _plain_merges_first(words: list, counts: list[int], merges: list[Pair], first: int, min_frequency: int,
+                        tie_break: str, progress: bool | None, checkpoint: Callable[[list[Pair]], None] | None,
+                        checkpoint_every: float) -> tuple[list[Pair], list]:
+    """The hybrid variant's first ``first`` merges, by the plain loop on the same words (a piece in
+    several sources is several words, whose pairs add up to the summed table's); returns the
+    merges and the words as the plain loop left them, on which the parity-aware loop continues
+    as it would from a checkpoint (see ``_learn_merges``)."""
+    plain = []
+    token_bytes = vocabulary_bytes(merges)
+
+    def plain_loop():
+        plain.append(_new_loop(words, counts, token_bytes, min_frequency, tie_break))
+        return plain[-1]
+
+    merges = _run_loop(plain_loop, merges, first, progress, checkpoint, checkpoint_every)
+    return merges, (plain[-1].current_words() if len(merges) >= first else words)
 
 
 def extend_merges(
@@ -505,6 +518,20 @@ def train(
         return _extend(word_counts, vocab_size, pattern, special_tokens, min_frequency, progress, resume_from,
                        checkpoint, checkpoint_every, tie_break, extend)
     pattern = "gpt2" if pattern is None else pattern
+    special_tokens = _checked_plain_arguments(vocab_size, pattern, special_tokens)
+    merges = train_merges(
+        word_counts, vocab_size - 256 - len(special_tokens), min_frequency=min_frequency, progress=progress,
+        resume_from=resume_from, checkpoint=checkpoint, checkpoint_every=checkpoint_every, tie_break=tie_break,
+        weights=weights, parity=parity, global_merges=global_merges,
+    )
+    _refuse_special_token_clash(special_tokens, merges)
+    return Tokenizer(merges, pattern=pattern, special_tokens=special_tokens)
+
+
+def _checked_plain_arguments(vocab_size: int, pattern: str, special_tokens: Sequence[str]) -> tuple[str, ...]:
+    """``train``'s checks before training (without ``extend``): the special tokens (returned as
+    checked), a vocabulary size with room for them, a pattern that compiles, and no special
+    token that a byte token spells."""
     special_tokens = check_special_tokens(special_tokens)
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
         raise ValueError(f"vocab_size must be an integer, got {vocab_size!r}")
@@ -512,27 +539,15 @@ def train(
     if problem:
         raise ValueError(f"vocab_size={vocab_size} {problem}")
     compile_pattern(pattern)
-    clash = special_token_clash(special_tokens, vocabulary_bytes())
-    if clash:
-        raise ValueError(clash)
+    _refuse_special_token_clash(special_tokens, ())
+    return special_tokens
 
-    merges = train_merges(
-        word_counts,
-        vocab_size - 256 - len(special_tokens),
-        min_frequency=min_frequency,
-        progress=progress,
-        resume_from=resume_from,
-        checkpoint=checkpoint,
-        checkpoint_every=checkpoint_every,
-        tie_break=tie_break,
-        weights=weights,
-        parity=parity,
-        global_merges=global_merges,
-    )
+
+def _refuse_special_token_clash(special_tokens: Sequence[str], merges: Sequence[Pair]) -> None:
+    """Raises ValueError when an ordinary token of ``merges`` spells a special token."""
     clash = special_token_clash(special_tokens, vocabulary_bytes(merges))
     if clash:
         raise ValueError(clash)
-    return Tokenizer(merges, pattern=pattern, special_tokens=special_tokens)
 
 
 def _extend(word_counts, vocab_size, pattern, special_tokens, min_frequency, progress, resume_from, checkpoint,

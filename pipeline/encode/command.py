@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-from pipeline import progress
+from pipeline.command_machinery import progress
+from pipeline.command_machinery.errors import UserError
 from pipeline.encode import job, packed
-from pipeline.errors import UserError
 
 __all__ = ["add_arguments", "run"]
 

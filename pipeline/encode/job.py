@@ -11,7 +11,7 @@ the dead-letter files), not from runner metrics, so it describes the output
 exactly; only ``verified_documents`` (how many documents the reference encoded
 again, ``--verify-fraction``) is the runner's committed counter.
 
-Crash safety (``pipeline.outputs.StagedOutput``): **stats.json is the
+Crash safety (``pipeline.command_machinery.outputs.StagedOutput``): **stats.json is the
 completion marker.** The job writes only into ``DIR/.staging/``; on success
 the shards and dead letters move into DIR and stats.json is written last. A
 directory without stats.json holds leftovers, which a rerun removes (saying so
@@ -38,9 +38,10 @@ from apache_beam.io.filesystems import FileSystems
 
 from bpe import proof_cache
 from bpe.tokenizer import Tokenizer
-from pipeline import outputs, progress, runtime, tokenizer_flags
-from pipeline.errors import UserError
-from pipeline.runners import committed_counters, describe_runner, pipeline_options, tokenizer_transport
+from pipeline import runtime
+from pipeline.command_machinery import outputs, progress, tokenizer_flags, unreadable_records
+from pipeline.command_machinery.errors import UserError
+from pipeline.command_machinery.runners import committed_counters, describe_runner, pipeline_options, tokenizer_transport
 from transforms import metrics
 from transforms.dead_letters import WriteDeadLetters
 from transforms.encode import EncodeDocuments
@@ -133,7 +134,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         f"{len(stats['shards']):,} shards in {args.output} ({describe_runner(options)})",
         file=sys.stderr,
     )
-    outputs.fail_if_strict(args.strict, args.output, f"the shards and stats.json are written to {args.output}")
+    unreadable_records.fail_if_strict(args.strict, args.output, f"the shards and stats.json are written to {args.output}")
     return 0
 
 
@@ -252,7 +253,7 @@ def collect_stats(output_dir: str, tokenizer_sha256: str) -> dict:
             # Written by the shard sink itself (see transforms.shards), so it is
             # exact even when bundles were retried.
             input_bytes += int(parquet.metadata.metadata.get(INPUT_BYTES_KEY, 0))
-    dead_letters = len(outputs.read_dead_letters(output_dir))
+    dead_letters = len(unreadable_records.read_dead_letters(output_dir))
     return {
         "documents": documents,
         "tokens": tokens,

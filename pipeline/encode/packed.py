@@ -16,7 +16,7 @@ reads a user's shards. The output is what ``beam-bpe encode`` then ``beam-bpe
 pack`` give, with the encode's dead letters and its stats (under "encode")
 beside it, and follows the same crash-safety contract (stats.json last).
 
-With named sources (``pipeline.pack_sources``) each source's corpus is encoded
+With named sources (``pipeline.pack.sources``) each source's corpus is encoded
 on its own into ``encoded/NAME/``, in the same job, and the shards are packed
 as the mixture ``beam-bpe pack --source NAME=encoded/NAME/`` would pack them;
 its dead letters are named ``dead_letters-NAME-*``, and stats.json's "encode"
@@ -30,10 +30,13 @@ import argparse
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline import outputs, pack, pack_sources, progress, runtime
+from pipeline import runtime
+from pipeline.command_machinery import outputs, progress, unreadable_records
+from pipeline.command_machinery.errors import UserError
+from pipeline.command_machinery.runners import pipeline_options
 from pipeline.encode import job
-from pipeline.errors import UserError
-from pipeline.runners import pipeline_options
+from pipeline.pack import command as pack
+from pipeline.pack import sources as pack_sources
 from transforms.pack import FORMATS, ShardUnits, SourceUnits, check_format, describe_shards
 from transforms.read.matching import match_inputs
 from transforms.shards import SHARD_GLOB
@@ -104,7 +107,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         # (--validation-documents): nothing of this run stays behind.
         outputs.delete(output_dir, (outputs.STAGING_DIR,))
         raise
-    outputs.fail_if_strict(args.strict, output_dir, f"the packed sequences and stats.json are written to {output_dir}")
+    unreadable_records.fail_if_strict(args.strict, output_dir, f"the packed sequences and stats.json are written to {output_dir}")
     return 0
 
 

@@ -10,7 +10,7 @@ go to ``DIR/dead_letters/``), measures every document with every tokenizer
 and turns them into the page ``DIR/index.html`` (``pipeline.report.page``), one
 self-contained file that works offline, and ``DIR/report.json``
 (``pipeline.report.json_report``).
-The output follows the job-output contract of ``pipeline.outputs``: report.json
+The output follows the job-output contract of ``pipeline.command_machinery.outputs``: report.json
 is written last and marks the directory complete.
 """
 
@@ -24,12 +24,13 @@ from apache_beam.io.filesystems import FileSystems
 
 from bpe import proof_cache
 from bpe.tokenizer import Tokenizer
-from pipeline import outputs, progress, runtime, tokenizer_flags
-from pipeline.errors import UserError
+from pipeline import runtime
+from pipeline.command_machinery import outputs, progress, tokenizer_flags, unreadable_records
+from pipeline.command_machinery.errors import UserError
+from pipeline.command_machinery.runners import describe_runner, pipeline_options
 from pipeline.report.json_report import build_report
 from pipeline.report.measures import read_measures, write_measures
 from pipeline.report.page import CHECK_TEXTS, live_pattern, render_page
-from pipeline.runners import describe_runner, pipeline_options
 from transforms.dead_letters import WriteDeadLetters
 from transforms.read import FORMATS, ReadDocuments, match_inputs
 from transforms.report import MeasureTokenizers, combine_measures
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     # The page's patterns come translated by the job's workers (see MeasureTokenizers' per_tokenizer).
     measures = combine_measures(read_measures(staging), tokenizers, CHECK_TEXTS, live_pattern)
     patterns = measures["per_tokenizer"]
-    dead_letters = len(outputs.read_dead_letters(staging))
+    dead_letters = len(unreadable_records.read_dead_letters(staging))
     report = build_report(measures, tokenizers, tokenizer_paths, args.input, dead_letters, args.rare_below)
     page = render_page(report, tokenizers, measures["checks"], patterns)
     outputs.write_atomic(FileSystems.join(staging, PAGE_FILE), page)

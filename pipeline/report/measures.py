@@ -15,7 +15,7 @@ import os
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline import outputs
+from pipeline.command_machinery import outputs
 
 MEASURES_DIR = "measures"
 

@@ -7,8 +7,8 @@
 The start-up machinery (``pipeline.runtime``) subclasses Beam's FnApiRunner and worker pool,
 keeps a copy of ``SubprocessSdkWorker.run``, watches a worker's
 ``control_conn``, swaps the ``boto3`` of Beam's S3 client and keeps modules out
-while Beam is imported; the checks of Beam's flags (``pipeline.runners``) and
-the progress display (``pipeline.progress``) read a few private names too. None
+while Beam is imported; the checks of Beam's flags (``pipeline.command_machinery.runners``) and
+the progress display (``pipeline.command_machinery.progress``) read a few private names too. None
 of these is Beam's public API, so a new Beam release may move any of them. This
 list is the one place that says which: the runtime checks it before it runs a
 job with its own runner (``require``, names only), and ``tests/pipeline/runtime/test_beam_internals.py``
@@ -115,7 +115,7 @@ BEAM_PRIVATE_NAMES: tuple[BeamName, ...] = (
     BeamName("apache_beam.runners.worker.sdk_worker_main", "main", "runtime.worker: runs Beam's worker"),
     S3_CLIENT_BOTO3,
     BIGQUERY,
-    # pipeline.runners and pipeline.progress (not start-up machinery, but private all the same).
+    # pipeline.command_machinery.runners and pipeline.command_machinery.progress (not start-up machinery, but private all the same).
     BeamName("apache_beam.options.pipeline_options", "_BeamArgumentParser",
              "runners.check_beam_args: Beam's parser of pipeline options"),
     BeamName("apache_beam.options.pipeline_options", "PipelineOptions._add_argparse_args",

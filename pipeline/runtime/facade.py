@@ -96,7 +96,7 @@ def start(command_line: Sequence[str] | None = None, worker_modules: Sequence[st
 
 
 def new_pipeline(options):
-    """A ``beam.Pipeline`` for the options (``pipeline.runners.pipeline_options``): Beam's
+    """A ``beam.Pipeline`` for the options (``pipeline.command_machinery.runners.pipeline_options``): Beam's
     default DirectRunner runs on an FnApiRunner, ours with the machinery on, else Beam's.
 
     Raises:

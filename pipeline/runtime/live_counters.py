@@ -7,7 +7,7 @@ The FnApiRunner reports metrics only when the job ends. ``LiveCounters`` wraps
 each worker's control connection (``control_conn``, a private name of Beam's;
 ``pipeline.runtime.beam_internals``) to know every bundle from the moment it is
 sent, and asks a running bundle's worker for its progress as Beam's own
-progress requests do. The display of the numbers is ``pipeline.progress``'s.
+progress requests do. The display of the numbers is ``pipeline.command_machinery.progress``'s.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
     pipeline = new_pipeline(options, warm=True)    # through pipeline.runtime.facade
 
-Beam's default DirectRunner becomes Beam's FnApiRunner (``pipeline.runners``
+Beam's default DirectRunner becomes Beam's FnApiRunner (``pipeline.command_machinery.runners``
 says why), configured as the DirectRunner configures it: the pipeline options
 are passed to the SDK workers (log level, our flags), as in
 ``SwitchingDirectRunner``. Any other runner is Beam's, untouched.
@@ -31,7 +31,7 @@ from apache_beam.portability import python_urns
 from apache_beam.runners.portability import local_job_service
 from apache_beam.runners.portability.fn_api_runner import fn_runner, worker_handlers
 
-from pipeline.runners import runs_on_fn_api_runner
+from pipeline.command_machinery.runners import runs_on_fn_api_runner
 from pipeline.runtime import stopping, warm_workers
 from pipeline.runtime.live_counters import LiveCounters
 
@@ -67,7 +67,7 @@ class _FnApiRunner(fn_runner.FnApiRunner):
 
     def watch_counters(self) -> Callable[[], dict[tuple[str, str], int]]:
         """Watches the workers of the stages run from now on; returns what reads the job's
-        user counters so far, as {(namespace, name): total} (``pipeline.progress``)."""
+        user counters so far, as {(namespace, name): total} (``pipeline.command_machinery.progress``)."""
         self.live = LiveCounters()
         return self.live.read
 

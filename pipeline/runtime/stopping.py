@@ -37,7 +37,7 @@ import sys
 import threading
 import time
 
-from pipeline import output_lock
+from pipeline.command_machinery import output_lock
 
 __all__ = [
     "cancel_on_stop", "end_if_worker_killed", "end_workers", "exit_now", "stop_at_once", "wait_for_worker", "watch_workers",
@@ -176,7 +176,7 @@ def cancel_on_stop(result, job_cancel):
 
     Args:
       result: what ``pipeline.run()`` returned.
-      job_cancel: cancels the job (``pipeline.job_service.cancel`` with its options).
+      job_cancel: cancels the job (``pipeline.command_machinery.job_service.cancel`` with its options).
     """
     global _remote_job
     if not _runs_elsewhere(result):

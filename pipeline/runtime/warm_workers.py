@@ -33,7 +33,7 @@ instead, which imports the modules itself.
 How many: ``start_for`` reads the Beam flags of the command line itself,
 because Beam's own parsing comes only after Beam is imported. It starts none
 unless the job will run on DirectRunner in multi_processing mode (our default,
-``pipeline.runners.DIRECT_DEFAULTS``), and as many as ``--direct_num_workers``
+``pipeline.command_machinery.runners.DIRECT_DEFAULTS``), and as many as ``--direct_num_workers``
 says (0: one per core).
 """
 
@@ -136,9 +136,9 @@ def start_for(argv: Sequence[str], modules: Sequence[str] = ()) -> None:
     Called once by the command line, before this process starts a thread: on
     Linux the workers are copies of it (``os.fork``), with ``modules`` imported
     and the tokenizers read here first (``pipeline.runtime.preloaded``, where the command
-    takes its own too, by the path ``pipeline.outputs.absolute`` gives).
+    takes its own too, by the path ``pipeline.command_machinery.outputs.absolute`` gives).
     """
-    from pipeline import outputs  # imports Beam: only now, once the command has
+    from pipeline.command_machinery import outputs  # imports Beam: only now, once the command has
 
     preset = (_flag_values(argv, "--tokenizer-preset") or [None])[-1]
     paths = [outputs.absolute(path) for path in _flag_values(argv, "--tokenizer")]

@@ -12,7 +12,7 @@ input, and runs with it as above (``pipeline.runtime.warm_workers``). It ends
 quietly if its input ends first.
 
 Quiet: a worker sends its log records to the runner, which shows the ones that
-matter (errors; see ``pipeline.runners``). But importing Beam logs a warning
+matter (errors; see ``pipeline.command_machinery.runners``). But importing Beam logs a warning
 through the root logger ("apitools not found"), Python's logging then gives the
 root logger a handler that prints to stderr, and from there every INFO and
 WARNING of the worker's start-up ("Logging handler created.", "No
@@ -42,7 +42,7 @@ import sys
 import traceback
 from typing import NoReturn, Sequence
 
-from pipeline import disk_full
+from pipeline.command_machinery import disk_full
 from pipeline.runtime import beam_import
 
 __all__ = ["WARM_FLAG", "import_ahead", "run_forked", "settle"]

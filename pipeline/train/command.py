@@ -17,7 +17,7 @@ complete phase 1 and continues the merges from their checkpoint (see
 (``pipeline.train.sources``).
 
 Everything the user can get wrong is checked before the job starts and
-reported as one line (``pipeline.errors.UserError``).
+reported as one line (``pipeline.command_machinery.errors.UserError``).
 """
 
 from __future__ import annotations
@@ -28,44 +28,21 @@ import sys
 import time
 from collections import Counter
 
-import apache_beam as beam
-import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 import bpe
-from bpe.pretokenize import compile_pattern, resolve_pattern
-from bpe.decoder import vocabulary_bytes
+from bpe.pretokenize import resolve_pattern
 from bpe.tokenizer_file.roles import ROLES_FILE
-from bpe.training.gigatoken_counts import PATTERNS as GIGATOKEN_PATTERNS
-from bpe.training.piece_counter import choose_engine
-from bpe.training.trainer import MAX_TOKEN_ID, special_token_clash, vocab_size_problem
-from pipeline import outputs, progress, runtime
-from pipeline.config import Setting, default_help, preset_names, resolve
-from pipeline.errors import UserError
-from pipeline.interrupts import interrupting_signal, sigterm_as_interrupt
-from pipeline.train.resume import (
-    CHECKPOINT_FILE, COUNT_MARKER_FILE, Checkpoint, CountMarker, asked_size, check_finished_result, count_settings,
-    file_states, fingerprint, merge_settings, recorded_count, resume_command,
-)
-from pipeline.runners import committed_counters, describe_runner, pipeline_options
-from pipeline.train import sources
-from pipeline.train import extend
-from pipeline.train import superwords
-from pipeline.train.stats import TrainStats, summary_lines
-from pipeline.train.word_counts import (
-    SOURCE_COUNTS_SCHEMA, WORD_COUNTS_FILE, WORD_COUNTS_SCHEMA, read_word_counts, word_count_table,
-)
-from transforms import metrics
-from transforms.count import CountPreTokenTables
-from transforms.dead_letters import WriteDeadLetters
-from transforms.ordinary_runs import OrdinaryRuns
-from transforms.parquet import WriteParquetTables
-from transforms.read import FORMATS, ReadDocuments, match_inputs
-
-STATS_FILE = "train_stats.json"
-TOKENIZER_FILE = "tokenizer.json"
-# The driver's own files, written atomically (a stop may leave their temporary files).
-OWN_FILES = (STATS_FILE, TOKENIZER_FILE, ROLES_FILE, CHECKPOINT_FILE, COUNT_MARKER_FILE)
+from pipeline.command_machinery import outputs, progress, unreadable_records
+from pipeline.command_machinery.config import Setting, default_help, preset_names, resolve
+from pipeline.command_machinery.errors import UserError
+from pipeline.command_machinery.interrupts import interrupting_signal, sigterm_as_interrupt
+from pipeline.command_machinery.runners import pipeline_options
+from pipeline.train import checks, count_job, extend, sources, superwords
+from pipeline.train.resume import CHECKPOINT_FILE, COUNT_MARKER_FILE, Checkpoint, fingerprint, recorded_count, resume_command
+from pipeline.train.stats import STATS_FILE, TOKENIZER_FILE, TrainStats, summary_lines
+from pipeline.train.word_counts import WORD_COUNTS_FILE, read_word_counts
+from transforms.read import FORMATS
 
 # A run is not what the user asked for, and fails (exit 2), when more than this share of
 # the input records are dead letters for one reason (a wrong --text-field or --format) ...
@@ -164,17 +141,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     started = time.monotonic()
-    _check_misspelled_flags(beam_args)
+    checks.check_misspelled_flags(beam_args, SETTINGS)
     config_flags = resolve(args, SETTINGS, args.config)
-    output = _check_settings(args)
+    output = checks.check_settings(args)
     base = extend.load_base(args) if args.extend else None
     superwords.check_base(args, base)
     options = pipeline_options([*config_flags, *beam_args])
     given_table, given_id = _given_word_counts(args, base) if args.word_counts else (None, None)  # bad: fail now
-    files = [] if args.word_counts else _match(args.input)
+    files = [] if args.word_counts else checks.match_files(args.input)
     rule = sources.source_rule(args, files)  # bad source flags: fail now
     outputs.claim(output, "train", inputs=files)  # ours from here on; never the user's files
-    _check_complete(args, output, base)
+    checks.check_complete(args, output, base)
     stats = TrainStats(
         inputs=[] if args.word_counts else list(args.input),
         files=len(files),
@@ -194,8 +171,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         print(f"beam-bpe train: training from {args.word_counts} (not reading any --input)", file=sys.stderr)
         table, table_id = given_table, given_id
     else:
-        table_id = _count_phase(args, files, output, options, stats, rule, base)
-        outputs.fail_if_strict(args.strict, output, f"not training. Word counts so far: {stats.word_counts}")
+        table_id = count_job.count_phase(args, files, output, options, stats, rule, base)
+        unreadable_records.fail_if_strict(args.strict, output, f"not training. Word counts so far: {stats.word_counts}")
         _check_dead_letters(stats, output)
         table = read_word_counts(stats.word_counts)
     if sources.training_weights(args) is not None:  # counted by source
@@ -222,36 +199,6 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         extend.write_rank_file(base, tokenizer, output, stats)
     _write_results(tokenizer, output, stats, started, checkpoint)
     return 0
-
-
-def _count_phase(args: argparse.Namespace, files: list[str], output: str, options, stats: TrainStats,
-                 rule: sources.SourceRule | None, base: bpe.Tokenizer | None) -> dict:
-    """Phase 1: counts the corpus into OUT/word_counts.parquet (with ``base``'s pre-tokenizer
-    when extending), unless --resume finds that count complete. Fills ``stats``; returns
-    the table's fingerprint."""
-    runs_of = args.extend if base is not None and extend.splits_text(base) else None
-    settings = count_settings(args, files, runs_of=base.sha256 if runs_of else None)
-    marker = CountMarker(output, settings, file_states(files))
-    complete = marker.load(stats.word_counts) if args.resume else None
-    if complete is not None:
-        print(f"beam-bpe train: the count phase is complete ({marker.path}); not counting again", file=sys.stderr)
-        stats.take_counted(complete["stats"])
-        table_id = complete["table"]
-    else:
-        marker.remove()
-        stats.runner = describe_runner(options)
-        count_started = time.monotonic()
-        counters = run_count_job(args, output, options, files=len(files), rule=rule, runs_of=runs_of)
-        stats.seconds["count"] = round(time.monotonic() - count_started, 3)
-        for name in ("documents", "bytes", "pieces", "unique_pieces"):
-            setattr(stats, name, counters.get(metrics.key("count", name)))
-        if runs_of is not None:  # the count step saw runs of text: the documents are the reader's
-            stats.documents = counters.get(metrics.key("read", "documents"))
-        table_id = fingerprint(stats.word_counts)
-        marker.write(table_id, stats)
-    # The files are the source of truth; counters are for reporting only.
-    stats.dead_letters = len(outputs.read_dead_letters(output))
-    return table_id
 
 
 def _given_word_counts(args: argparse.Namespace, base: bpe.Tokenizer | None) -> tuple[dict, dict]:
@@ -302,7 +249,7 @@ def _merge_phase(args: argparse.Namespace, table: dict, checkpoint: Checkpoint, 
       KeyboardInterrupt: SIGINT or SIGTERM, after the merges so far are saved.
     """
     if args.resume and not args.overwrite:  # the table is known now: the finished run's must be this one
-        _check_finished(checkpoint.output, checkpoint.learned_with())
+        checks.check_finished(checkpoint.output, checkpoint.learned_with())
     resume_from = checkpoint.load() if args.resume else []
     stats.resumed_from_merges = len(resume_from)
     checkpoint.save(resume_from)  # from here on, --resume continues these merges
@@ -353,7 +300,7 @@ def _check_dead_letters(stats: TrainStats, output: str) -> None:
     records = stats.documents + stats.dead_letters
     if stats.dead_letters <= records * DEAD_LETTER_SHARE:
         return
-    letters = outputs.read_dead_letters(output)
+    letters = unreadable_records.read_dead_letters(output)
     reasons = Counter(letter["reason"].split(": ", 1)[0] for letter in letters)
     reason, count = reasons.most_common(1)[0]
     if count <= records * DEAD_LETTER_SHARE:
@@ -413,170 +360,4 @@ def _write_results(tokenizer: bpe.Tokenizer, output: str, stats: TrainStats, sta
         lines[learned + 1:learned + 1] = extend.summary_lines(stats)
     print("\n".join(lines), file=sys.stderr)
     if stats.dead_letters:
-        outputs.print_dead_letters(outputs.read_dead_letters(output), output, file=sys.stderr)
-
-
-def run_count_job(args: argparse.Namespace, output: str, options, files: int | None = None,
-                  rule: sources.SourceRule | None = None, runs_of: str | None = None) -> dict[tuple[str, str], int]:
-    """Runs the counting job (phase 1) into ``output``; returns its counters ({} if the
-    runner has none). ``args`` needs input, format, text_field, pattern, min_word_count,
-    no_progress and progress_every (seconds); ``files``: how many input files, for the
-    progress; ``rule``: count by source (``pipeline.train.sources``), reading
-    ``args.source_field``; ``runs_of``: a tokenizer whose runs of ordinary text are
-    counted (``transforms.ordinary_runs``) instead of the documents (never with ``rule``)."""
-    # Dead letters of a previous run would be mistaken for ours, and Beam's temporary
-    # directories of a job that was stopped are never removed by Beam.
-    stale = outputs.dead_letter_files(output)
-    if stale:
-        FileSystems.delete(stale)
-    outputs.delete(output, (outputs.BEAM_TEMP_GLOB, *(outputs.temporary_path(name) for name in OWN_FILES)))
-    outputs.delete(FileSystems.join(output, outputs.DEAD_LETTERS_DIR), (outputs.BEAM_TEMP_GLOB,))
-
-    if runs_of is None:
-        _say_why_pieces_are_counted_by_regex(args.pattern)
-    pipeline = runtime.new_pipeline(options)
-    source_field = getattr(args, "source_field", None) if rule is not None else None
-    read = pipeline | "ReadDocuments" >> ReadDocuments(
-        args.input, format=args.format, text_field=args.text_field, id_field=source_field
-    )
-    texts = read.documents if runs_of is None else read.documents | "OrdinaryRuns" >> OrdinaryRuns(runs_of)
-    (
-        texts
-        | "CountPreTokens" >> CountPreTokenTables(args.pattern, min_word_count=args.min_word_count, sources=rule)
-        | "ToArrow" >> beam.Map(word_count_table).with_output_types(pa.Table)
-        # One file with exactly this name: one shard, no shard numbers in the
-        # name, written by Beam's sink (temp file + rename) on any runner.
-        | "WriteWordCounts" >> WriteParquetTables(
-            FileSystems.join(output, WORD_COUNTS_FILE.removesuffix(".parquet")),
-            WORD_COUNTS_SCHEMA if rule is None else SOURCE_COUNTS_SCHEMA,
-            file_name_suffix=".parquet",
-            num_shards=1,
-            shard_name_template="",
-            # The partitions reach the one writer in whatever order the workers finish them:
-            # sorted by word bytes, the file is the same with any workers and on any runner.
-            sort_by=("word", "source") if rule is not None else ("word",),
-        )
-    )
-    if superwords.wanted(args):
-        superwords.count(texts, output)
-    read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(output)
-    kept = (f"no counts are kept in {output} (the next run removes the leftovers): rerun the same command, "
-            "with or without --resume, to count again")
-    shown = progress.Progress("train", "count", files=files, enabled=not args.no_progress, every=args.progress_every)
-    with runtime.stop_at_once("train", kept):
-        result = shown.run(pipeline)
-    return committed_counters(result)
-
-
-def _say_why_pieces_are_counted_by_regex(pattern: str) -> None:
-    """One line when gigatoken could count the pattern's pieces but does not here (not
-    installed, or the installed release splits unlike regex): the remedy is the user's."""
-    engine, why = choose_engine(pattern)
-    if engine == "regex" and resolve_pattern(pattern) in GIGATOKEN_PATTERNS:
-        print(f"beam-bpe train: counting pieces with regex, not gigatoken (several times slower): {why}",
-              file=sys.stderr)
-
-
-# --- Checks before any work --------------------------------------------------------
-
-
-def _check_misspelled_flags(beam_args: list[str]) -> None:
-    """Refuses our own flags spelled with underscores (--vocab_size).
-
-    Unknown flags go to Beam, which only logs a warning for flags it does not
-    know either; --min_frequency would otherwise be silently ignored.
-    """
-    ours = {key.replace("_", "-") for key in SETTINGS} | {"config"}
-    for arg in beam_args:
-        if arg.startswith("--"):
-            name = arg[2:].split("=", 1)[0].replace("_", "-")
-            if name in ours:
-                raise UserError(f"unknown flag {arg.split('=', 1)[0]}: did you mean --{name}?")
-
-
-def _check_settings(args: argparse.Namespace) -> str:
-    """Checks every value that does not need the file system; returns the output dir."""
-    sources.check_settings(args)
-    superwords.check_settings(args)  # first: --superword-merges K gives --extend its --new-tokens K
-    extend.check_settings(args)
-    if args.vocab_size is None and not args.extend:
-        raise UserError("--vocab-size is required (or --extend BASE --new-tokens K)")
-    if not args.output:
-        raise UserError("--output is required")
-    if not args.input and not args.word_counts:
-        raise UserError("--input is required (or --word-counts to train from an existing table)")
-    if args.format not in FORMATS:
-        raise UserError(f"unknown --format {args.format!r}: use one of {', '.join(FORMATS)}")
-    if not args.text_field:
-        raise UserError("--text-field must not be empty")
-    try:
-        compile_pattern(args.pattern)
-    except ValueError as e:
-        raise UserError(f"--pattern: {e}") from None
-    if not args.extend:
-        _check_vocabulary(args.vocab_size, args.special_token)
-    if args.min_frequency < 1:
-        raise UserError(f"--min-frequency must be at least 1, not {args.min_frequency}")
-    if args.min_word_count < 1:
-        raise UserError(f"--min-word-count must be at least 1, not {args.min_word_count}")
-    try:
-        args.checkpoint_every = float(args.checkpoint_every)
-    except ValueError:
-        args.checkpoint_every = -1.0
-    if not args.checkpoint_every >= 0:  # also NaN
-        raise UserError("--checkpoint-every must be a number of seconds, at least 0")
-    progress.check_arguments(args)
-    args.input = [outputs.absolute(pattern) for pattern in args.input]
-    return outputs.absolute(args.output)
-
-
-def _check_complete(args: argparse.Namespace, output: str, base: bpe.Tokenizer | None) -> None:
-    """A complete tokenizer in --output is replaced only with --overwrite (or continued
-    with --resume, if it is this run's: ``_check_finished``): token shards encoded with
-    it can be decoded with no other."""
-    if args.overwrite:
-        return
-    if args.resume:
-        _check_finished(output, {**merge_settings(args, base), **asked_size(args)})  # the table is not known yet
-        return
-    if outputs.exists(FileSystems.join(output, TOKENIZER_FILE)):
-        raise UserError(
-            f"{output} already holds the tokenizer of a complete run ({TOKENIZER_FILE}); "
-            "pass --overwrite to replace it, or choose another --output"
-        )
-
-
-def _check_finished(output: str, learned_with: dict) -> None:
-    """With --resume and no --overwrite, a finished tokenizer in --output must be this run's
-    (``check_finished_result``): before the job with the settings, after the count with the table."""
-    if not outputs.exists(FileSystems.join(output, TOKENIZER_FILE)):
-        return
-    recorded = outputs.read_json(FileSystems.join(output, STATS_FILE))
-    check_finished_result(output, recorded.get("learned_with") if recorded else None, learned_with)
-
-
-def _check_vocabulary(vocab_size: int, specials: list[str]) -> None:
-    """--vocab-size and --special-token: room for the bytes and the specials, IDs in range, and
-    no special token that a byte token spells (``special_token_clash``)."""
-    if any(not token for token in specials):
-        raise UserError("--special-token must not be empty")
-    duplicates = sorted({t for t in specials if specials.count(t) > 1})
-    if duplicates:
-        raise UserError(f"--special-token given twice: {', '.join(duplicates)}")
-    clash = special_token_clash(specials, vocabulary_bytes())  # a byte's; a learned token's after training
-    if clash:
-        raise UserError(f"--special-token: {clash}")
-    problem = vocab_size_problem(vocab_size, len(specials))
-    if problem:
-        raise UserError(f"--vocab-size {vocab_size} {problem}")
-    if vocab_size - len(specials) - 1 > MAX_TOKEN_ID:
-        raise UserError(f"--vocab-size {vocab_size} is too large: token IDs stop at {MAX_TOKEN_ID}")
-
-
-def _match(patterns: list[str]) -> list[str]:
-    try:
-        return match_inputs(patterns)
-    except FileNotFoundError as e:
-        raise UserError(f"--input: {e}") from None
-    except Exception as e:  # noqa: BLE001 - e.g. an unknown scheme or missing credentials
-        raise UserError(f"--input: cannot list files: {e}") from None
+        unreadable_records.print_dead_letters(unreadable_records.read_dead_letters(output), output, file=sys.stderr)

@@ -26,9 +26,9 @@ from bpe.presets import ENCODINGS
 from bpe.tokenizer import Tokenizer, TokenizerFileError
 from bpe.training import extension
 from bpe.training.trainer import MAX_TOKEN_ID, extend_merges
-from pipeline import outputs
-from pipeline.errors import UserError
-from pipeline.interrupts import sigterm_as_interrupt
+from pipeline.command_machinery import outputs
+from pipeline.command_machinery.errors import UserError
+from pipeline.command_machinery.interrupts import sigterm_as_interrupt
 from pipeline.train.stats import TrainStats
 
 __all__ = ["RANK_FILE", "add_arguments", "check_settings", "learn", "load_base", "splits_text", "write_rank_file"]

@@ -25,8 +25,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from bpe.training.extension import check_extension_merges
 from bpe.training.trainer import check_merges
-from pipeline import outputs
-from pipeline.errors import UserError
+from pipeline.command_machinery import outputs
+from pipeline.command_machinery.errors import UserError
 from pipeline.train import sources, superwords
 from pipeline.train.stats import COUNTED, TrainStats
 from pipeline.train.word_counts import num_rows

@@ -28,8 +28,8 @@ import os
 import posixpath
 
 from bpe.training.sources import MILLI, format_weight, is_by_source, parse_weight
-from pipeline import outputs
-from pipeline.errors import UserError
+from pipeline.command_machinery import outputs
+from pipeline.command_machinery.errors import UserError
 from transforms.count import REST, SourceRule
 from transforms.read import detect_format
 

@@ -7,9 +7,12 @@ import json
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline import outputs
+from pipeline.command_machinery import outputs
 from pipeline.train.sources import summary_lines as source_lines
 
+# The run's result and, written after it, its stats.
+TOKENIZER_FILE = "tokenizer.json"
+STATS_FILE = "train_stats.json"
 # What the count phase measured: kept in its completion marker, so that a
 # resumed run reports the same numbers without counting again.
 COUNTED = ("runner", "documents", "bytes", "pieces", "unique_pieces")

@@ -40,8 +40,8 @@ from bpe.superwords.rules import STAGE_TWO_PATTERN
 from bpe.tokenizer import Tokenizer
 from bpe.training.extension import BaseTable
 from bpe.training.superwords import extend_superwords, superword_base_problem, train_superwords, transition_problem
-from pipeline.errors import UserError
-from pipeline.interrupts import sigterm_as_interrupt
+from pipeline.command_machinery.errors import UserError
+from pipeline.command_machinery.interrupts import sigterm_as_interrupt
 from pipeline.train.stats import TrainStats
 from pipeline.train.word_counts import WORD_COUNTS_SCHEMA, read_word_counts, word_count_table
 from transforms.count import CountPreTokenTables

@@ -21,8 +21,8 @@ from collections import Counter
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline import outputs
-from pipeline.errors import UserError
+from pipeline.command_machinery import outputs
+from pipeline.command_machinery.errors import UserError
 
 WORD_COUNTS_FILE = "word_counts.parquet"
 WORD_COUNTS_SCHEMA = pa.schema([("word", pa.binary()), ("count", pa.int64())])

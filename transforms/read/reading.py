@@ -62,7 +62,7 @@ class ReadFn(beam.DoFn):
             outputs = self._read_json_lines(task)
         # Counted locally and added every _FLUSH_BYTES: a counter update per
         # document would cost more than reading it, and a progress line
-        # (pipeline.progress) sees a long piece advance.
+        # (pipeline.command_machinery.progress) sees a long piece advance.
         documents = size = 0
         try:
             for output in outputs:

@@ -32,7 +32,7 @@ from bpe.engines import EngineProof
 from bpe.scripts import SCRIPTS
 from bpe.tokenizer import Tokenizer
 from transforms import metrics
-from transforms.adding import AddUp
+from transforms.batches import AddUp, document_size, fixed_batches
 from transforms.report.figures import Figures, measure_batch
 from transforms.report.measures import SamplePart, figures_to_json, sample_parts
 from transforms.report.sample import Segmenter, visualizer_picks, visualizer_tokens
@@ -233,10 +233,7 @@ class MeasureTokenizers(beam.PTransform):
         tokenizers = self._tokenizers
         merged = (
             documents
-            | "Batch" >> beam.BatchElements(
-                min_batch_size=self.batch_bytes, max_batch_size=self.batch_bytes,
-                element_size_fn=lambda doc: len(doc.data) + 1, record_metrics=False,
-            )
+            | "Batch" >> fixed_batches(self.batch_bytes, document_size)
             | "Measure" >> beam.ParDo(_MeasureBatchFn(tokenizers, self.source_field, self.sample_documents))
             | "Merge" >> beam.CombineGlobally(AddUp(functools.partial(Figures.empty, self._vocab_sizes,
                                                                        self.sample_documents)))

@@ -57,7 +57,7 @@ def test_a_moved_name_fails_with_its_name_and_use(entry, says, monkeypatch):
 
 def test_a_job_on_the_machinery_refuses_a_beam_without_a_name(monkeypatch):
     from pipeline import runtime
-    from pipeline.runners import pipeline_options
+    from pipeline.command_machinery.runners import pipeline_options
     from pipeline.runtime import PLAIN_BEAM_VARIABLE
 
     monkeypatch.delenv(PLAIN_BEAM_VARIABLE, raising=False)

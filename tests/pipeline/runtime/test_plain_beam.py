@@ -82,7 +82,7 @@ def test_plain_beam_runs_beams_own_runner_and_workers(monkeypatch):
     from apache_beam.runners.portability.fn_api_runner import fn_runner
 
     from pipeline import runtime
-    from pipeline.runners import pipeline_options
+    from pipeline.command_machinery.runners import pipeline_options
 
     options = pipeline_options(list(WORKERS))
     monkeypatch.setenv(PLAIN_BEAM_VARIABLE, "1")

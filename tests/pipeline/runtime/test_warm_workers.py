@@ -14,7 +14,7 @@ import pytest
 
 import bpe
 from bpe import proof_cache
-from pipeline.runners import pipeline_options
+from pipeline.command_machinery.runners import pipeline_options
 from pipeline.runtime import new_pipeline, preloaded, warm_workers
 from transforms.encode import _EncodeBatchFn
 from tests.support.toy_tokenizers import train_small
@@ -194,7 +194,7 @@ def test_a_preloaded_tokenizer_is_taken_once_with_its_engine_built(two_tokenizer
 def test_the_command_takes_the_tokenizer_it_read_ahead_once(two_tokenizers, monkeypatch):
     import argparse
 
-    from pipeline import outputs, tokenizer_flags
+    from pipeline.command_machinery import outputs, tokenizer_flags
 
     path, first, _ = two_tokenizers
     monkeypatch.chdir(os.path.dirname(path))

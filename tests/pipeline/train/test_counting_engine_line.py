@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bpe.accelerators import unicode_gaps
-from pipeline.train import command
+from pipeline.train import count_job
 
 pytest.importorskip("gigatoken")
 
@@ -17,7 +17,7 @@ def test_a_missing_gigatoken_is_named_with_its_install_command(monkeypatch, caps
         raise unicode_gaps.metadata.PackageNotFoundError(distribution)
 
     monkeypatch.setattr(unicode_gaps.metadata, "version", not_found)
-    command._say_why_pieces_are_counted_by_regex("gpt2")
+    count_job._say_why_pieces_are_counted_by_regex("gpt2")
     [line] = capsys.readouterr().err.splitlines()
     assert line == ("beam-bpe train: counting pieces with regex, not gigatoken (several times slower): "
                     "gigatoken is not installed (pip install 'beam-bpe[fast]')")
@@ -25,5 +25,5 @@ def test_a_missing_gigatoken_is_named_with_its_install_command(monkeypatch, caps
 
 @pytest.mark.parametrize("pattern", ["gpt2", "cl100k", r"\w+|\s+"])
 def test_nothing_is_said_when_there_is_nothing_to_do(pattern, capsys):
-    command._say_why_pieces_are_counted_by_regex(pattern)
+    count_job._say_why_pieces_are_counted_by_regex(pattern)
     assert capsys.readouterr().err == ""

@@ -17,8 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import bpe
-from pipeline import config, runners, runtime
-from pipeline.errors import UserError
+from pipeline import runtime
+from pipeline.command_machinery import config, runners
+from pipeline.command_machinery.errors import UserError
 from transforms.read import match_inputs
 from tests.support.cli import IN_MEMORY, VOCAB, train
 from tests.support.corpora import write_stdlib_corpus
@@ -213,7 +214,7 @@ def test_config_beam_options_become_flags():
         config.beam_flags("f.yaml", "--runner=SparkRunner")
 
 
-@pytest.mark.parametrize("preset", sorted(glob.glob(str(pathlib.Path(config.__file__).parent / "configs" / "*.yaml"))))
+@pytest.mark.parametrize("preset", sorted(glob.glob(str(pathlib.Path(config.PRESETS_DIR) / "*.yaml"))))
 def test_shipped_config_presets_parse(preset):
     from pipeline.train.command import SETTINGS
 

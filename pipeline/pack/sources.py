@@ -24,7 +24,7 @@ import re
 from fractions import Fraction
 from typing import Callable, Sequence
 
-from pipeline.errors import UserError
+from pipeline.command_machinery.errors import UserError
 from transforms.pack import MixtureSpec, describe_shards, weighted_budgets
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Every argument the user types is used or refused: nothing is dropped with a warning.
 
 Arguments our parser does not take must be Beam pipeline options (checked
-against Beam's own parsers, see pipeline/runners.py ``check_beam_args``);
+against Beam's own parsers, see pipeline/command_machinery/runners.py ``check_beam_args``);
 anything else is one error line with a "did you mean", exit 2, before the job
 starts and before the output directory exists. User mistakes elsewhere (config
 files, --runner, decode --stream input, output paths) are one line too.
@@ -21,7 +21,7 @@ from tests.support.outputs import read_rows
 from tests.support.real_text import multilingual
 from tests.support.toy_tokenizers import train_small
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
+REPO = pathlib.Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +179,7 @@ def test_the_options_give_one_view_per_class_which_reads_and_writes_the_same_val
 
     from apache_beam.options.pipeline_options import DirectOptions, StandardOptions
 
-    from pipeline.runners import pipeline_options
+    from pipeline.command_machinery.runners import pipeline_options
 
     options = pipeline_options(["--direct_num_workers=3"])
     view = options.view_as(DirectOptions)
@@ -263,7 +263,7 @@ def test_version_prints_the_installed_version(capsys):
 def test_a_cluster_job_keeps_its_sdk_workers_between_stages_unless_told_otherwise(runner):
     from apache_beam.options.pipeline_options import PortableOptions
 
-    from pipeline.runners import pipeline_options
+    from pipeline.command_machinery.runners import pipeline_options
 
     def kept(options):  # Beam keeps the flag's text; the runner (Java) reads it as a number
         return int(options.view_as(PortableOptions).environment_cache_millis)

@@ -1,4 +1,4 @@
-"""The progress of a running Beam job (pipeline/progress.py), seen on stderr of real jobs.
+"""The progress of a running Beam job (pipeline/command_machinery/progress.py), seen on stderr of real jobs.
 
 Jobs run on DirectRunner, in-memory and with two worker processes, and on
 PortableRunner (whose job service gives no counters while the job runs). The
@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from pipeline import cli
-from pipeline.progress import describe
+from pipeline.command_machinery.progress import describe
 from tests.support.beam_services import portable_runner_flags  # noqa: F401  (fixture)
 from tests.support.cli import IN_MEMORY
 from tests.support.outputs import stats
@@ -186,7 +186,7 @@ def test_the_line_text():
 @pytest.mark.parametrize("terminal", [True, False], ids=["bar", "lines"])
 def test_once_every_file_is_read_the_line_says_the_job_is_combining_and_writing(terminal):
     """The bar sits at 100% from the last file read to the job's end: it says what runs then."""
-    from pipeline.progress import FILES_DONE, Progress, _Display
+    from pipeline.command_machinery.progress import FILES_DONE, Progress, _Display
 
     class Stream(io.StringIO):
         def isatty(self):

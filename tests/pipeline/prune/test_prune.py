@@ -212,7 +212,7 @@ def test_portable_runner_prunes_byte_for_byte_as_direct_runner(setup, pruned, po
 
 
 def test_a_corpus_that_changes_between_the_passes_is_an_error(setup, tmp_path, capsys, monkeypatch):
-    from pipeline import prune as command
+    from pipeline.prune import command
 
     base_path, _, corpus = setup
     count = command._count

@@ -21,7 +21,7 @@ import socket
 import sys
 import time
 
-from pipeline.errors import UserError
+from pipeline.command_machinery.errors import UserError
 
 __all__ = ["LOCK_FILE", "OutputLock", "release_all"]
 

@@ -5,12 +5,12 @@
     raise failure(error, options)                     # a failed job as one line (errors.JobFailed)
 
 Beam's PortableRunner accepts every option the job service advertises
-(``DescribePipelineOptions``), so beam-bpe does too (``pipeline.runners.check_beam_args``).
+(``DescribePipelineOptions``), so beam-bpe does too (``pipeline.command_machinery.runners.check_beam_args``).
 
 Cancelling: Beam's Flink job server (2.70) answers a cancel by dropping its own wait for the
 job, and the job goes on running on the cluster. So when the options name the cluster
 (``--flink_master``), the job is also cancelled through Flink's REST API, found by its name
-(the Beam job name, which beam-bpe sets when the user does not: ``pipeline.runners``).
+(the Beam job name, which beam-bpe sets when the user does not: ``pipeline.command_machinery.runners``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import time
 import urllib.parse
 import urllib.request
 
-from pipeline.errors import JobFailed
+from pipeline.command_machinery.errors import JobFailed
 
 __all__ = ["AdvertisedOption", "advertised_options", "cancel", "failure"]
 

@@ -1,7 +1,7 @@
 """Output directories: beam-bpe deletes only what it wrote, and one job at a time writes there.
 
 Every directory a job writes into first gets ``.beam-bpe-output.json`` (see
-pipeline/outputs.py ``claim``); a directory holding files without it, another
+pipeline/command_machinery/outputs.py ``claim``); a directory holding files without it, another
 command's output, or an input is refused before anything is touched. The lock
 ``.beam-bpe.lock`` keeps a second job out and is taken over when stale.
 """
@@ -23,7 +23,7 @@ from tests.support.outputs import read_rows
 from tests.support.real_text import multilingual
 from tests.support.toy_tokenizers import train_small
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
+REPO = pathlib.Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

@@ -30,12 +30,12 @@ from typing import Any, Callable, Mapping, Sequence
 
 import yaml
 
-from pipeline.errors import UserError
+from pipeline.command_machinery.errors import UserError
 
 __all__ = ["PRESETS_DIR", "Setting", "beam_flags", "config_file", "load_configs", "preset_names", "resolve"]
 
-# The presets installed with the package (setup.py's package_data).
-PRESETS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs")
+# The presets installed with the package (setup.py's package_data): pipeline/configs/, beside this package.
+PRESETS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs")
 
 
 class Setting:

@@ -18,7 +18,7 @@ writes:
   tokenizers and the corpus's tokens before and after, which a second pass of
   the job counts with the pruned tokenizer.
 
-The output follows the job-output contract of ``pipeline.outputs``; a complete result is
+The output follows the job-output contract of ``pipeline.command_machinery.outputs``; a complete result is
 replaced only with ``--overwrite`` (it stays whole until the new one is complete).
 """
 
@@ -36,11 +36,12 @@ from bpe.pruning import PruneError, check_prunable, token_count
 from bpe.pruning import prune as prune_tokenizer
 from bpe.tokenizer import FILE_NAME, Tokenizer
 from bpe.tokenizer_file.roles import ROLES_FILE
-from pipeline import outputs, progress, runtime, tokenizer_flags
-from pipeline.errors import UserError
+from pipeline import runtime
+from pipeline.command_machinery import outputs, progress, tokenizer_flags, unreadable_records
+from pipeline.command_machinery.errors import UserError
+from pipeline.command_machinery.runners import describe_runner, pipeline_options
 from pipeline.report.json_report import ratio, token_text
 from pipeline.report.measures import read_measures, write_measures
-from pipeline.runners import describe_runner, pipeline_options
 from transforms.dead_letters import WriteDeadLetters
 from transforms.read import FORMATS, ReadDocuments, match_inputs
 from transforms.token_use import CountTokenUse
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
                         f"({before['bytes']:,} bytes) in the first pass, {read[0]:,} ({read[1]:,} bytes) in the "
                         "second; nothing was published")
 
-    dead_letters = len(outputs.read_dead_letters(staging))
+    dead_letters = len(unreadable_records.read_dead_letters(staging))
     stats = {
         "corpus": {"inputs": args.input, "documents": before["documents"], "bytes": before["bytes"],
                    "dead_letters": dead_letters},

@@ -12,7 +12,8 @@ import time
 import pytest
 
 import bpe
-from pipeline import cli, decode
+from pipeline import cli
+from pipeline.decode import command as decode
 from tests.support.real_text import multilingual
 from tests.support.toy_tokenizers import train_small
 
@@ -32,7 +33,7 @@ def start(tok_path, *flags):
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        cwd=str(pathlib.Path(__file__).resolve().parents[2]),
+        cwd=str(pathlib.Path(__file__).resolve().parents[3]),
     )
 
 
@@ -95,7 +96,7 @@ def test_stream_matches_the_stream_decoder_on_random_ids(tokenizer, tmp_path):
         [*BEAM_BPE, "--tokenizer", path, "--stream"],
         input="\n".join(map(str, ids)).encode(),
         capture_output=True,
-        cwd=str(pathlib.Path(__file__).resolve().parents[2]),
+        cwd=str(pathlib.Path(__file__).resolve().parents[3]),
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.decode("utf-8") == expected
@@ -187,7 +188,7 @@ def test_a_huge_document_decodes_in_bounded_python_memory(tokenizer, tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from pipeline import decode
+    from pipeline.decode import command as decode
     from tests.support.cli import IN_MEMORY
 
     tok, path = tokenizer
@@ -217,7 +218,7 @@ def test_a_huge_stream_decodes_in_bounded_python_memory(tokenizer, tmp_path):
     import hashlib
     import tracemalloc
 
-    from pipeline import decode
+    from pipeline.decode import command as decode
 
     tok, _ = tokenizer
     text = "".join(multilingual(3)).encode("utf-8")

@@ -42,8 +42,8 @@ from apache_beam.options.pipeline_options import (
     DirectOptions, GoogleCloudOptions, PipelineOptions, PortableOptions, StandardOptions, _BeamArgumentParser,
 )
 
-from pipeline import job_service
-from pipeline.errors import UserError
+from pipeline.command_machinery import job_service
+from pipeline.command_machinery.errors import UserError
 
 __all__ = [
     "DIRECT_DEFAULTS", "PORTABLE_DEFAULTS", "check_beam_args", "committed_counters", "describe_runner", "is_direct", "pipeline_options",
@@ -241,7 +241,7 @@ def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
     options = _Options(beam_args)
     check_beam_args(beam_args)
     if not is_direct(options) and options.view_as(GoogleCloudOptions).job_name is None:
-        # A name of our own, so a job on a cluster can be found there (to cancel it: pipeline.job_service).
+        # A name of our own, so a job on a cluster can be found there (to cancel it: pipeline.command_machinery.job_service).
         beam_args.append(f"--job_name={_job_name()}")
     if is_direct(options):
         # In multi_processing mode the runner re-logs every worker warning

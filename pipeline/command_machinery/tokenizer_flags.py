@@ -16,7 +16,7 @@ import argparse
 
 from bpe.presets import ENCODINGS
 from bpe.tokenizer import Tokenizer, TokenizerFileError
-from pipeline.errors import UserError
+from pipeline.command_machinery.errors import UserError
 from transforms.tokenizer_loading import load_tokenizer
 
 

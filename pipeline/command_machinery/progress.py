@@ -35,9 +35,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from pipeline import job_service, runtime
-from pipeline.errors import UserError
-from pipeline.runners import committed_counters, is_direct
+from pipeline import runtime
+from pipeline.command_machinery import job_service
+from pipeline.command_machinery.errors import UserError
+from pipeline.command_machinery.runners import committed_counters, is_direct
 from transforms import metrics
 
 __all__ = ["PACKED", "READ", "Progress", "add_arguments", "check_arguments", "describe"]
@@ -56,7 +57,7 @@ _TERMINAL_EVERY = 1.0  # seconds between two redraws of the bar
 
 def add_arguments(parser: argparse.ArgumentParser, from_config: bool = False) -> None:
     """Adds --no-progress and --progress-every; ``from_config``: defaults stay None
-    for ``pipeline.config.resolve`` to fill in."""
+    for ``pipeline.command_machinery.config.resolve`` to fill in."""
     parser.add_argument("--no-progress", action="store_true", default=None if from_config else False,
                         help="no progress bar or progress lines on stderr")
     parser.add_argument("--progress-every", metavar="SECONDS", default=None if from_config else DEFAULT_EVERY,

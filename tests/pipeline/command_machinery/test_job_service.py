@@ -1,4 +1,4 @@
-"""What beam-bpe asks of a job service (pipeline/job_service.py): the options it advertises are
+"""What beam-bpe asks of a job service (pipeline/command_machinery/job_service.py): the options it advertises are
 accepted as Beam's PortableRunner accepts them, a flag nobody knows is still refused, and a
 cancel reaches a Flink cluster. Against stand-ins: a gRPC job service that only describes its
 options, and an HTTP server that answers as Flink's REST API does."""
@@ -13,9 +13,10 @@ import threading
 
 import pytest
 
-from pipeline import cli, job_service
-from pipeline.errors import UserError
-from pipeline.runners import check_beam_args, pipeline_options
+from pipeline import cli
+from pipeline.command_machinery import job_service
+from pipeline.command_machinery.errors import UserError
+from pipeline.command_machinery.runners import check_beam_args, pipeline_options
 
 ADVERTISED = {  # what Beam's Flink job server advertises, in part
     "number_of_execution_retries": "INTEGER",

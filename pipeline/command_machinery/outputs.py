@@ -14,7 +14,7 @@ One contract for the drivers (``train``, ``encode``, and those that follow):
 * **Ownership** (``claim``). Before a job writes anything it claims its
   output directory: the directory is new or empty, or holds our own
   ``.beam-bpe-output.json`` from a previous run of the same command; then it
-  takes the directory's lock (``pipeline.output_lock``). A directory holding
+  takes the directory's lock (``pipeline.command_machinery.output_lock``). A directory holding
   files we did not write, an output of another command, a path with glob
   characters (Beam's file systems match and delete by glob) and an output that
   holds an input file are refused. So clearing leftovers and replacing a result
@@ -25,12 +25,9 @@ One contract for the drivers (``train``, ``encode``, and those that follow):
   exactly when its marker exists; anything else in it is a leftover.
 * **Dead letters.** Rejected input records and files are under
   ``DIR/dead_letters/dead_letters-SSSSS-of-NNNNN.jsonl`` (written by
-  ``transforms.dead_letters.WriteDeadLetters``), read back by
-  ``read_dead_letters``.
-* **``--strict``.** ``fail_if_strict`` lists the dead letters on stderr and
-  raises ``UserError``: one error line, exit 2, for every command.
-* **Summaries.** ``size`` and ``dead_letter_lines`` give the lines the
-  commands print.
+  ``transforms.dead_letters.WriteDeadLetters``), read back, summed up and
+  refused with ``--strict`` by ``pipeline.command_machinery.unreadable_records``.
+* **Summaries.** ``size`` gives a byte count as the commands print it.
 """
 
 from __future__ import annotations
@@ -46,15 +43,14 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from bpe.atomic_write import replace_file
-from pipeline.errors import UserError
-from pipeline.output_lock import LOCK_FILE, OutputLock
+from pipeline.command_machinery.errors import UserError
+from pipeline.command_machinery.output_lock import LOCK_FILE, OutputLock
 from transforms.dead_letters import DEAD_LETTER_GLOB, DEAD_LETTERS_DIR
 
 __all__ = [
     "BEAM_TEMP_GLOB", "DEAD_LETTERS_DIR", "DEAD_LETTER_GLOB", "OWNER_FILE", "STAGING_DIR", "StagedOutput", "absolute",
     "check_writable", "claim",
-    "dead_letter_files", "dead_letter_glob", "dead_letter_lines", "delete", "exists", "fail_if_strict",
-    "is_local", "local_path", "matching", "open_read", "print_dead_letters", "read_dead_letters", "read_json",
+    "delete", "exists", "is_local", "local_path", "matching", "open_read", "read_json",
     "move_into", "readable_json", "remove", "size", "temporary_path", "write_atomic", "write_json",
 ]
 STAGING_DIR = ".staging"  # hidden from pyarrow.dataset and from globs like part-*
@@ -65,8 +61,6 @@ OWNER_FILE = ".beam-bpe-output.json"
 WRITE_CHECK_PREFIX = ".beam-bpe-write-check-"
 # Beam's file systems treat these as glob syntax in the paths they match and delete.
 GLOB_CHARACTERS = "*?["
-# How many dead letters a summary or a --strict failure lists in full.
-SHOWN_DEAD_LETTERS = 5
 
 
 # --- Paths ------------------------------------------------------------------------
@@ -173,7 +167,7 @@ def claim(directory: str, command: str, inputs: Sequence[str] = (), flag: str = 
 
     Creates it if needed, proves it writable, writes ``OWNER_FILE`` into a new
     or empty directory, and takes its lock (released by
-    ``pipeline.output_lock.release_all`` when the command ends).
+    ``pipeline.command_machinery.output_lock.release_all`` when the command ends).
 
     Args:
       directory: the output directory (absolute local path or URL).
@@ -381,66 +375,7 @@ def move_into(files: Sequence[str], directory: str) -> None:
     FileSystems.rename(list(files), [FileSystems.join(directory, p.rsplit("/", 1)[-1]) for p in files])
 
 
-# --- Dead letters, --strict and summaries ----------------------------------------------
-
-
-def dead_letter_glob(directory: str) -> str:
-    """The glob of the dead-letter files of a job that wrote into ``directory``."""
-    return FileSystems.join(directory, DEAD_LETTERS_DIR, DEAD_LETTER_GLOB)
-
-
-def dead_letter_files(directory: str) -> list[str]:
-    """The dead-letter files under ``directory``, sorted."""
-    return sorted(m.path for m in FileSystems.match([dead_letter_glob(directory)])[0].metadata_list)
-
-
-def read_dead_letters(directory: str) -> list[dict]:
-    """Every dead letter under ``directory`` ({"file", "record", "reason"}), by file and record."""
-    dead_letters = []
-    for path in dead_letter_files(directory):
-        with open_read(path) as f:
-            for line in f.read().decode("utf-8").splitlines():
-                if line.strip():
-                    dead_letters.append(json.loads(line))
-    dead_letters.sort(key=lambda d: (d["file"], d["record"]))
-    return dead_letters
-
-
-def dead_letter_lines(dead_letters: list[dict], directory: str) -> list[str]:
-    """The summary of the dead letters: how many, where, and the first few."""
-    where = FileSystems.join(directory, DEAD_LETTERS_DIR)
-    lines = [f"{len(dead_letters):,} input record(s) could not be read; all are listed in {where}/"]
-    for d in dead_letters[:SHOWN_DEAD_LETTERS]:
-        record = "whole file" if d["record"] == -1 else f"record {d['record']}"
-        lines.append(f"  {d['file']} ({record}): {d['reason']}")
-    if len(dead_letters) > SHOWN_DEAD_LETTERS:
-        lines.append(f"  ... and {len(dead_letters) - SHOWN_DEAD_LETTERS:,} more")
-    return lines
-
-
-def print_dead_letters(dead_letters: list[dict], directory: str, file=None) -> None:
-    """Prints ``dead_letter_lines`` (nothing when there are none)."""
-    if dead_letters:
-        print("\n".join(dead_letter_lines(dead_letters, directory)), file=file or sys.stdout)
-
-
-def fail_if_strict(strict: bool, directory: str, outcome: str) -> None:
-    """The ``--strict`` decision: with dead letters, lists them on stderr and fails.
-
-    Args:
-      strict: whether --strict was given.
-      directory: the job's output directory, holding ``dead_letters/``.
-      outcome: what the command did or did not do, for the error line.
-
-    Raises:
-      UserError: strict and at least one dead letter (the CLI exits 2).
-    """
-    if not strict:
-        return
-    dead_letters = read_dead_letters(directory)
-    if dead_letters:
-        print_dead_letters(dead_letters, directory, file=sys.stderr)
-        raise UserError(f"{len(dead_letters):,} input records could not be read (--strict); {outcome}")
+# --- Summaries ---------------------------------------------------------------------------
 
 
 def size(n: int | None) -> str:

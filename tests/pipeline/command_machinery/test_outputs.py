@@ -1,4 +1,4 @@
-"""pipeline.outputs, the job-output contract: paths, atomic writes, staging, dead letters, --strict;
+"""pipeline.command_machinery.outputs, the job-output contract: paths, atomic writes, staging, dead letters, --strict;
 and train + encode writing to an object store (a moto S3 server) through it."""
 
 import io
@@ -9,8 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import bpe
-from pipeline import cli, outputs
-from pipeline.errors import UserError
+from pipeline import cli
+from pipeline.command_machinery import outputs, unreadable_records
+from pipeline.command_machinery.errors import UserError
 from tests.support.cli import IN_MEMORY, train
 from tests.support.toy_tokenizers import plain_count
 
@@ -69,7 +70,7 @@ def test_publish_moves_the_result_and_writes_the_marker_last(tmp_path):
     out = tmp_path / "out"
     assert sorted(os.listdir(out)) == ["dead_letters", "part-0.bin", "part-1.bin", "part-2.bin", "stats.json"]
     assert json.loads((out / "stats.json").read_text()) == {"parts": 3}
-    assert outputs.read_dead_letters(str(out)) == [{"file": "f", "record": 2, "reason": "r"}]
+    assert unreadable_records.read_dead_letters(str(out)) == [{"file": "f", "record": 2, "reason": "r"}]
     # A new result with fewer parts replaces the old one entirely.
     _stage(output, parts=1)
     output.clear_leftovers()  # complete: the old result stays until publish
@@ -104,21 +105,21 @@ def test_dead_letters_are_read_from_every_shard_in_order_and_listed(tmp_path):
         "dead_letters-00000-of-00002.jsonl": letters[:4], "dead_letters-00001-of-00002.jsonl": letters[4:],
         "other.jsonl": [{"file": "ignored", "record": 1, "reason": "not a shard"}],
     })
-    read = outputs.read_dead_letters(str(tmp_path))
+    read = unreadable_records.read_dead_letters(str(tmp_path))
     assert read == sorted(letters, key=lambda d: (d["file"], d["record"]))
-    lines = outputs.dead_letter_lines(read, str(tmp_path))
+    lines = unreadable_records.dead_letter_lines(read, str(tmp_path))
     assert lines[0] == f"8 input record(s) could not be read; all are listed in {tmp_path}/dead_letters/"
     assert lines[1] == "  f0 (record 0): bad 0" and lines[-1] == "  ... and 3 more" and len(lines) == 7
-    assert outputs.dead_letter_lines([{"file": "z", "record": -1, "reason": "r"}], "d")[1] == "  z (whole file): r"
+    assert unreadable_records.dead_letter_lines([{"file": "z", "record": -1, "reason": "r"}], "d")[1] == "  z (whole file): r"
 
 
 def test_strict_fails_with_one_line_after_listing_the_dead_letters(tmp_path, capsys):
-    outputs.fail_if_strict(True, str(tmp_path), "nothing done")  # no dead letters: no failure
+    unreadable_records.fail_if_strict(True, str(tmp_path), "nothing done")  # no dead letters: no failure
     _write_dead_letters(tmp_path, {"dead_letters-00000-of-00001.jsonl": [{"file": "f", "record": 3, "reason": "r"}]})
-    outputs.fail_if_strict(False, str(tmp_path), "nothing done")  # not strict: no failure
+    unreadable_records.fail_if_strict(False, str(tmp_path), "nothing done")  # not strict: no failure
     assert capsys.readouterr().err == ""
     with pytest.raises(UserError, match=r"^1 input records could not be read \(--strict\); nothing done$"):
-        outputs.fail_if_strict(True, str(tmp_path), "nothing done")
+        unreadable_records.fail_if_strict(True, str(tmp_path), "nothing done")
     assert "  f (record 3): r" in capsys.readouterr().err
 
 

@@ -36,8 +36,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bpe.tokenizer import Tokenizer
-from pipeline import outputs, tokenizer_flags
-from pipeline.errors import UserError
+from pipeline.command_machinery import outputs, tokenizer_flags
+from pipeline.command_machinery.errors import UserError
 from transforms.decode import decode_tokens, document_span
 from transforms.read import match_inputs
 from transforms.read.records import is_unicode

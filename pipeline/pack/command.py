@@ -11,12 +11,10 @@ or, with ``--format megatron``, shuffled whole documents, one Megatron-LM datase
 Everything a user can get wrong (inputs that are not token shards, shards of
 different tokenizers, options that do not fit together or do not fit the
 format) is checked before the job starts, from the shards' footers. After the
-job, stats.json is computed from what was written (the files' footers or
-headers, and the job's plan of each split) and checked: the real tokens
-written plus the dropped ones equal the tokens of the input shards, and the
-documents of both splits are the input's documents.
+job, stats.json is computed from what was written and checked against the
+input (``pipeline.pack.stats``).
 
-Named sources with token budgets (``--source``, ``pipeline.pack_sources``)
+Named sources with token budgets (``--source``, ``pipeline.pack.sources``)
 make a mixture, recorded in mixture.json beside stats.json; the output then
 accounts for the tokens the mixture took instead of the input's.
 
@@ -24,7 +22,7 @@ accounts for the tokens the mixture took instead of the input's.
 packing stages in one job after encode's, through ``add_packing_options``,
 ``check_options``, ``packing_transform``, ``write_packed`` and ``publish``.
 
-Crash safety (``pipeline.outputs.StagedOutput``, as in ``beam-bpe encode``):
+Crash safety (``pipeline.command_machinery.outputs.StagedOutput``, as in ``beam-bpe encode``):
 the job writes into ``DIR/.staging/`` (with the spilled token streams of
 packing, ``transforms.pack.spill``, in ``spill/``, about two or four bytes
 a token, and for megatron the parts of each split's dataset in ``parts/``,
@@ -38,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 from typing import Sequence
@@ -46,26 +43,27 @@ from typing import Sequence
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline import outputs, pack_sources, progress, runtime
-from pipeline.errors import UserError
-from pipeline.runners import describe_runner, pipeline_options
-from transforms.pack import MixtureSpec, PackSequences, bad_token_shard, plan_mixture_json, shard_units, source_units
+from pipeline import runtime
+from pipeline.command_machinery import outputs, progress
+from pipeline.command_machinery.errors import UserError
+from pipeline.command_machinery.runners import describe_runner, pipeline_options
+from pipeline.pack import sources as pack_sources
+from pipeline.pack.stats import DOCUMENT_FORMATS, PLAN_FILE, STATS_FILE, collect_stats, plan_json
+from transforms.pack import MixtureSpec, PackSequences, bad_token_shard, shard_units, source_units
 from transforms.pack import (
-    FILE_TOKEN_LIMITS, FORMATS, PARTS_DIR, SPLITS, SUFFIXES, ShardsInfo, WriteFiles, WriteMegatronDocuments,
-    WriteSequences, check_format, describe_shards, split_files, written_counts,
+    FILE_TOKEN_LIMITS, FORMATS, PARTS_DIR, SPLITS, ShardsInfo, WriteFiles, WriteMegatronDocuments, WriteSequences,
+    check_format, describe_shards, split_files,
 )
 from transforms.pack.mds_format import INDEX_FILE
 from transforms.shards import SHARD_GLOB
 
 __all__ = [
-    "DOCUMENT_FORMATS", "MAX_SEQUENCE_TOKENS", "PLAN_FILE", "RESULTS", "SEQUENCE_OPTIONS", "SPILL_DIR", "STATS_FILE",
+    "DOCUMENT_FORMATS", "MAX_SEQUENCE_TOKENS", "RESULTS", "SEQUENCE_OPTIONS", "SPILL_DIR", "STATS_FILE",
     "UNPADDED_FORMATS", "add_arguments",
     "add_packing_options", "check_complete", "check_options", "check_pad_id", "check_sequence_length",
-    "check_validation_documents", "collect_stats", "packing_transform", "plan_json", "publish", "run", "write_packed",
+    "check_validation_documents", "packing_transform", "publish", "run", "write_packed",
 ]
 
-STATS_FILE = "stats.json"  # written last: the completion marker
-PLAN_FILE = "plan.json"  # written by the job into the staging directory
 SPILL_DIR = "spill"  # in the staging directory: the job's spilled token streams (transforms.pack.spill)
 # What a job leaves in DIR besides stats.json, relative to DIR: each split's sequence
 # files (and MDS index), or its Megatron dataset; the dead letters; a mixture's figures.
@@ -77,11 +75,6 @@ RESULTS = (*(f"{split}/part-*" for split in SPLITS), *(f"{split}/{INDEX_FILE}" f
 MAX_SEQUENCE_TOKENS = 2**31 - 1
 # Formats that are streams of real tokens: no padding, so no --pad-id.
 UNPADDED_FORMATS = ("megatron", "llmc")
-# Formats whose files record their sequences (megatron: its entries); and those whose sequences hold padding.
-COUNTED_FORMATS = ("parquet", "mds", "megatron")
-PADDED_FORMATS = ("parquet", "mds")
-# Formats of whole documents (one entry each), where the options of sequences make no sense.
-DOCUMENT_FORMATS = ("megatron",)
 # The options of sequences, with their values when not given: {dest: (flag, default)}.
 SEQUENCE_OPTIONS = {"seq_len": ("--seq-len", None), "targets": ("--targets", False),
                     "drop_remainder": ("--drop-remainder", False), "no_split_documents": ("--no-split-documents", False),
@@ -402,96 +395,3 @@ def _settings(args: argparse.Namespace, transform: PackSequences) -> dict:
     }
 
 
-def plan_json(plans: dict, repeated_ids: int = 0, mixture: dict | None = None, spec: MixtureSpec | None = None) -> bytes:
-    """The job's plan of every split, how many documents share their id with an
-    earlier one and, for a mixture, mixture.json (from its sources' plans
-    ``mixture`` and the ``spec``), as the driver reads them back."""
-    return json.dumps({
-        **{split: {"documents": plan.documents, "tokens": plan.tokens, "sequences": plan.sequences,
-                   "dropped_tokens": plan.dropped_tokens, "padding_tokens": plan.padding_tokens, "files": plan.files}
-           for split, plan in plans.items()},
-        "repeated_ids": repeated_ids,
-        **({"mixture": plan_mixture_json(spec, mixture)} if mixture is not None else {}),
-    }, indent=2).encode()
-
-
-def collect_stats(directory: str, format: str, inputs: ShardsInfo, settings: dict, mixture: dict | None = None) -> dict:
-    """stats.json's content, from the job's plan and the files written in ``directory``;
-    with a ``mixture`` (mixture.json), the output accounts for what it took.
-
-    Raises:
-      RuntimeError: the written files disagree with the plan or the input (a
-        token lost or added): never published.
-    """
-    plans = outputs.read_json(FileSystems.join(directory, PLAN_FILE))
-    if plans is None:
-        raise RuntimeError(f"the job wrote no {PLAN_FILE} into {directory}")
-    length = settings["sequence_length"]
-    splits = {}
-    for split in SPLITS:
-        plan = plans[split]
-        files = _split_files(directory, split, format)
-        counted = [written_counts(FileSystems.join(directory, *name.split("/")), format) for name in files]
-        real = sum(tokens for _, tokens in counted)
-        sequences = sum(rows for rows, _ in counted) if format in COUNTED_FORMATS else plan["sequences"]
-        if len(files) != plan["files"] or sequences != plan["sequences"] or real != plan["tokens"] - plan["dropped_tokens"]:
-            raise RuntimeError(
-                f"{split}: wrote {len(files)} files, {sequences} sequences and {real} real tokens; the plan was "
-                f"{plan['files']} files, {plan['sequences']} sequences and {plan['tokens'] - plan['dropped_tokens']} tokens"
-            )
-        splits[split] = {
-            "documents": plan["documents"],
-            "sequences": sequences,
-            "tokens": real,
-            "padding_tokens": sequences * length - real if format in PADDED_FORMATS else 0,
-            "dropped_tokens": plan["dropped_tokens"],
-            "files": _split_files(directory, split, format, every_file=True),
-        }
-    totals = {key: sum(s[key] for s in splits.values())
-              for key in ("documents", "sequences", "tokens", "padding_tokens", "dropped_tokens")}
-    documents, tokens = _expected_totals(inputs, mixture)
-    if totals["tokens"] + totals["dropped_tokens"] != tokens or totals["documents"] != documents:
-        raise RuntimeError(
-            f"the {'mixture takes' if mixture else 'input shards hold'} {documents} documents and {tokens} tokens; "
-            f"the output accounts for {totals['documents']} documents and {totals['tokens']} + "
-            f"{totals['dropped_tokens']} dropped tokens"
-        )
-    return {
-        **({"mixture": pack_sources.MIXTURE_FILE} if mixture else {}),
-        **settings,
-        **totals,
-        "splits": splits,
-        "input": {"documents": inputs.documents, "tokens": inputs.tokens},
-        "repeated_ids": plans.get("repeated_ids", 0),
-        "tokenizer_sha256": inputs.tokenizer_sha256,
-        "vocab_size": inputs.vocab_size,
-        "eos_token_id": inputs.eos_token_id,
-    }
-
-
-def _expected_totals(inputs: ShardsInfo, mixture: dict | None) -> tuple[int, int]:
-    """(documents, tokens) the output must account for: the input's, or those the
-    mixture took (training documents with their repeats, and the held-out ones),
-    once its sources are checked to add up to the input."""
-    if mixture is None:
-        return inputs.documents, inputs.tokens
-    sources = mixture["sources"].values()
-    available = tuple(sum(s["available"][key] for s in sources) for key in ("documents", "tokens"))
-    if available != (inputs.documents, inputs.tokens):
-        raise RuntimeError(f"the mixture's sources hold {available[0]} documents and {available[1]} tokens; the "
-                           f"input shards {inputs.documents} and {inputs.tokens}")
-    return tuple(sum(s["train"][key] + s["held_out"][key] for s in sources) for key in ("documents", "tokens"))
-
-
-def _split_files(directory: str, split: str, format: str, every_file: bool = False) -> list[str]:
-    """Names of a split's written files, relative to ``directory``: the files its
-    counts are read from (one per block; megatron's ``.idx``), or every file."""
-    if format in DOCUMENT_FORMATS:
-        names = [name for name in split_files(split) if outputs.exists(FileSystems.join(directory, name))]
-        return names if every_file else [name for name in names if name.endswith(".idx")]
-    suffixes = SUFFIXES[format]
-    names = [p.rsplit("/", 1)[-1] for p in outputs.matching(FileSystems.join(directory, split), ("part-*",))]
-    names = [f"{split}/{name}" for name in sorted(names) if name.endswith(suffixes)]
-    if every_file and format == "mds" and names:
-        names.append(f"{split}/{INDEX_FILE}")
-    return names
