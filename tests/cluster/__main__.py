@@ -59,7 +59,7 @@ def _beam_args(engine: str, taskmanagers: int, hosts: list[network.Host]) -> lis
     ]
     if engine == "flink":
         # --flink_master: Beam's Flink job server does not cancel the job on the cluster when asked
-        # to; beam-bpe then cancels it through Flink's REST API (pipeline/job_service.py).
+        # to; beam-bpe then cancels it through Flink's REST API (pipeline/command_machinery/job_service.py).
         args += [f"--parallelism={taskmanagers * flink.SLOTS}", f"--flink_master={flink.rest_url(hosts)}"]
     return args
 

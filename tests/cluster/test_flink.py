@@ -80,8 +80,9 @@ def test_encode_on_flink_gives_directrunners_shards_and_stats(flink, work):
     same_files(out, work / "direct-enc")
     # The progress lines come from the job's metrics, as the cluster reports them.
     assert "encode done: 120 documents" in err
-    # One SDK worker per TaskManager served every stage of the job (pipeline.runners.PORTABLE_DEFAULTS),
-    # instead of a new Python process per stage, each one a process its pool had made ready.
+    # One SDK worker per TaskManager served every stage of the job (PORTABLE_DEFAULTS in
+    # pipeline.command_machinery.runners) instead of a new Python process per stage, each one a
+    # process its pool had made ready.
     assert _sdk_workers_started() == (started + 2, ready + 2)
 
 
