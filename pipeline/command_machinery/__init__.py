@@ -10,7 +10,7 @@
     job_service.py         what a portable job's job service is asked (its options, a cancel)
     config.py              ``--config``: flag values from YAML files and the presets in ``pipeline/configs/``
     tokenizer_flags.py     ``--tokenizer`` and ``--tokenizer-preset``
-    errors.py              ``UserError``: a mistake reported as one line
+    errors.py              ``UserError`` and ``JobFailed``: a mistake, or a job failed on a cluster, as one line
 
 Nothing is imported here: the command line imports ``disk_full`` and ``output_lock``
 before Beam, and the others import Beam.
