@@ -44,6 +44,26 @@ def corpus(tmp_path_factory) -> pathlib.Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def long_corpus(tmp_path_factory) -> pathlib.Path:
+    """Ten times ``corpus``: a count that lasts a few seconds, so a stop lands within it."""
+    root = tmp_path_factory.mktemp("long_corpus")
+    write_line_shards(root, 10 * LINES)
+    return root
+
+
+def cpu_seconds(pids) -> float:
+    """The CPU time the processes have used so far (0 for one that has gone)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                total += sum(int(v) for v in f.read().rsplit(")", 1)[1].split()[11:13])
+        except OSError:
+            continue
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def descendants(pid: int) -> list[int]:
     """The processes below ``pid`` (the runner starts each worker through a shell)."""
     parents = {}
@@ -81,14 +101,17 @@ def ended(pids, within: float = 10.0) -> bool:
     return True
 
 
-def stop_while_running(argv, started, signum, whole_group=False, to_a_worker=False):
+def stop_while_running(argv, started, signum, whole_group=False, to_a_worker=False, on_start=None):
     """Starts ``argv``, waits until ``started()`` and the workers exist, sends ``signum``
-    (to the command, to every process of it, or to one of its workers).
+    (to the command, to every process of it, or to one of its workers). ``on_start`` is
+    given the command's process ID as it starts.
 
     Returns (exit code, stderr lines, the worker processes seen).
     """
     proc = subprocess.Popen(argv, cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
+    if on_start is not None:
+        on_start(proc.pid)
     try:
         deadline = time.monotonic() + 120
         workers = []
@@ -192,24 +215,32 @@ def test_the_first_report_of_a_killed_worker_is_one_line(report):
         "leftovers of this run)"]
 
 
-def test_sigterm_during_the_count_leaves_nothing_a_rerun_keeps(corpus, tmp_path):
+def test_sigterm_during_the_count_leaves_nothing_a_rerun_keeps(long_corpus, tmp_path):
     out = tmp_path / "tok"
-    argv = [*BEAM_BPE, "train", "--no-progress", "--input", str(corpus / "in-*.txt"), "--vocab-size", "300",
-            "--output", str(out)]
+    # A pattern of its own: counted by the regex engine, several times slower than gigatoken's
+    # counter, so the count lasts long enough to be stopped on any machine.
+    argv = [*BEAM_BPE, "train", "--no-progress", "--input", str(long_corpus / "in-*.txt"), "--vocab-size", "300",
+            "--pattern", r"\p{L}+|\p{N}+|[^\s\p{L}\p{N}]+|\s+", "--output", str(out)]
+    pid: list[int] = []
+
+    def counting() -> bool:
+        # The workers are made before the job and wait idle until it runs: once they have used a
+        # second of CPU, the count is under way (a file on disk would appear only at its very end).
+        return bool(pid) and cpu_seconds(descendants(pid[0])) > 1.0
+
     code, err, workers = stop_while_running(
-        [*argv, "--direct_num_workers=2"], lambda: bool(list(out.glob("**/beam-temp-*"))), signal.SIGTERM)
+        [*argv, "--direct_num_workers=2"], counting, signal.SIGTERM, on_start=pid.append)
     assert code == 143
     assert err == [f"beam-bpe train: stopped by SIGTERM; no counts are kept in {out} (the next run removes the "
                    "leftovers): rerun the same command, with or without --resume, to count again"]
     assert ended(workers)
-    # The stop lands while Beam writes the table or just after its rename: either its
-    # temporary directory or a whole table is left, never the marker that keeps a count.
-    assert not (out / COUNT_MARKER_FILE).exists()
-    assert list(out.glob("**/beam-temp-*")) or (out / "word_counts.parquet").exists()
+    # The stop lands during the count: whatever it left (Beam's temporary files, or a table
+    # written just before), never the marker that keeps a count, nor a tokenizer.
+    assert not (out / COUNT_MARKER_FILE).exists() and not (out / "tokenizer.json").exists()
 
     rerun = subprocess.run([*argv, "--resume", *IN_MEMORY], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
     assert f"beam-bpe train: no complete count phase in {out}; counting" in rerun.stderr.splitlines()
     assert not list(out.glob("**/beam-temp-*"))  # Beam's leftovers, removed by the rerun
-    assert json.loads((out / "train_stats.json").read_text())["documents"] == LINES
+    assert json.loads((out / "train_stats.json").read_text())["documents"] == 10 * LINES
     assert bpe.Tokenizer.load(str(out)).vocab_size == 300
