@@ -22,7 +22,7 @@ import uuid
 import pyarrow.parquet as pq
 import pytest
 
-from tests.cluster import daemons
+from tests.cluster import daemons, network
 from tests.cluster import flink as flink_hosts
 from tests.cluster.fixtures import BEAM_BPE, MARKS, STATE_DIR, beam_bpe, cluster
 from tests.cluster.outputs import same_files, same_training, write_corpus
@@ -70,9 +70,26 @@ def _sdk_workers_started() -> tuple[int, int]:
     return sum(log.count("Starting worker") for log in logs), sum(log.count("made ready before") for log in logs)
 
 
+def _wait_until_each_pool_has_a_spare(seconds: float = 120) -> None:
+    """Waits until each TaskManager host runs a worker process its pool keeps ready."""
+    def spares(netns: str) -> int:
+        found = 0
+        for pid in network.processes_in(netns):
+            try:
+                found += b"--spare" in pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue  # it ended meanwhile
+        return found
+
+    deadline = time.monotonic() + seconds
+    while not all(spares(f"bbc-flink-tm{index}") for index in (1, 2)):
+        assert time.monotonic() < deadline, f"no ready worker process on each TaskManager host within {seconds} s"
+        time.sleep(0.2)
+
+
 def test_encode_on_flink_gives_directrunners_shards_and_stats(flink, work):
     out = work / "flink-enc"
-    time.sleep(3)  # the pools make their next workers ready (after the previous test's job)
+    _wait_until_each_pool_has_a_spare()  # the previous test's job took the ones there were
     started, ready = _sdk_workers_started()
     code, err = beam_bpe("encode", "--tokenizer", str(work / "direct-tok"), "--input", f"{work}/small/*.jsonl",
                          "--output", str(out), "--progress-every", "1", *flink["beam_args"])
