@@ -99,7 +99,10 @@ def configure(state: StateDir, hosts: list[network.Host]) -> None:
             settings.update({
                 "taskmanager.host": host.address,
                 "taskmanager.bind-host": "0.0.0.0",
-                "taskmanager.rpc.port": 6122,
+                # Any free port: a TaskManager started again after a kill must not take its dead
+                # predecessor's RPC address, which the JobManager still holds (Pekko then keeps
+                # the new one's connection read-only and it never registers).
+                "taskmanager.rpc.port": 0,
                 "taskmanager.data.port": 6121,
                 "taskmanager.memory.process.size": "2g",
                 "taskmanager.memory.network.min": "512m",
