@@ -9,9 +9,14 @@ process imports Beam, pyarrow and beam-bpe's transforms: about a second of CPU a
 in every job, however small. This pool keeps one process ready instead, with all of that
 imported (a "spare"). A job's request hands the spare its addresses, one line of JSON on its
 input, and the spare runs Beam's worker for the job exactly as Beam's pool would have
-(``SdkHarness(...).run()``). The next spare starts a few seconds after one is taken
-(``_REFILL_DELAY``), once the job's own start-up is past, so that a small job does not wait for
-it; when no spare is ready (a second worker at once, a spare that died), the request goes to
+(``SdkHarness(...).run()``). The next spare starts as soon as one is taken, and does its
+imports at the operating system's idle priority (``SCHED_IDLE``): on a busy host it gets only
+the CPU that jobs leave unused, so making it ready never slows the job that took the last one
+(on two cores, a spare importing at normal priority in the middle of an encode cost that encode
+about a second). It comes back to normal priority the moment a job takes it. Where the pool may
+not bring a process back from idle priority (no root, no CAP_SYS_NICE), the spare imports at
+normal priority and starts a few seconds after the last one was taken (``_REFILL_DELAY``), once
+the job's own start-up is past. When no spare is ready (a second worker at once, a spare that died), the request goes to
 Beam's pool as usual, so the pool changes when workers start, never what they do.
 
 A spare whose pool has gone sees its input end and exits. ``--spares 0`` is Beam's pool, and so
@@ -35,7 +40,7 @@ __all__ = ["main"]
 _LOGGER = logging.getLogger(__name__)
 _MODULE = "pipeline.runtime.worker_pool"  # not __name__: that is "__main__" in the pool itself
 _SPARE_FLAG = "--spare"  # python -m pipeline.runtime.worker_pool --spare: a spare worker process
-_REFILL_DELAY = 2.0  # seconds from taking a spare to starting the next one
+_REFILL_DELAY = 2.0  # seconds from taking a spare to starting the next, when spares cannot import at idle priority
 
 
 def _pool_class():
@@ -49,6 +54,7 @@ def _pool_class():
             self._wanted = spares
             self._spares: list[subprocess.Popen] = []
             self._lock = threading.Lock()
+            self._refill_delay = 0.0 if idle_priority_is_reversible() else _REFILL_DELAY
             atexit.register(self._end_spares)
             self._fill()
 
@@ -86,12 +92,40 @@ def _pool_class():
                 return super().StartWorker(request, context)
             self._worker_processes[request.worker_id] = spare
             _LOGGER.info("Starting worker %s in process %d, made ready before the job", request.worker_id, spare.pid)
-            refill = threading.Timer(_REFILL_DELAY, self._fill)
+            refill = threading.Timer(self._refill_delay, self._fill)
             refill.daemon = True
             refill.start()
             return beam_fn_api_pb2.StartWorkerResponse()
 
     return WarmWorkerPool
+
+
+def idle_priority_is_reversible() -> bool:
+    """Whether a thread of this process may go to idle priority and come back (root or CAP_SYS_NICE)."""
+    allowed = []
+
+    def probe() -> None:  # on a thread of its own, which ends at whatever priority it is left
+        thread = threading.get_native_id()
+        try:
+            os.sched_setscheduler(thread, os.SCHED_IDLE, os.sched_param(0))
+            os.sched_setscheduler(thread, os.SCHED_OTHER, os.sched_param(0))
+            allowed.append(True)
+        except (OSError, AttributeError):  # refused, or not Linux
+            allowed.append(False)
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    prober.join()
+    return allowed[0]
+
+
+def _set_priority(policy: int) -> None:
+    """Every thread of this process to ``policy`` (a thread an import started inherits its starter's)."""
+    for thread in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setscheduler(int(thread), policy, os.sched_param(0))
+        except ProcessLookupError:  # it ended meanwhile
+            pass
 
 
 def _serve(port: int, spares: int) -> None:
@@ -118,6 +152,9 @@ def _serve(port: int, spares: int) -> None:
 
 def _run_spare() -> None:
     """A spare: imports what a job's workers need, waits for its job, runs Beam's worker for it."""
+    idle = idle_priority_is_reversible()
+    if idle:
+        _set_priority(os.SCHED_IDLE)
     from pipeline.runtime import worker
 
     worker.settle()  # before Beam is imported
@@ -129,6 +166,8 @@ def _run_spare() -> None:
     line = sys.stdin.buffer.readline()
     if not line:  # the pool ended before a job came
         os._exit(0)
+    if idle:
+        _set_priority(os.SCHED_OTHER)
     job = json.loads(line)
     SdkHarness(job["control"], worker_id=job["worker_id"], state_cache_size=job["state_cache_size"],
                data_buffer_time_limit_ms=job["data_buffer_time_limit_ms"]).run()

@@ -4,6 +4,7 @@
     spark(state)           Spark 3.5.0: pyspark from PyPI
     jobserver_jars(state)  Beam's job server for the engine: its Maven project (jobserver/ENGINE/pom.xml)
     launcher(state)        jobserver/BeamJobServerLauncher.java, compiled
+    result_polling(state, lib)  jobserver/flink/ExponentialWaitStrategy.java, compiled against Flink's client
     beam_jars_into_flink   the job server's Beam jars, copied into Flink's lib/
 
 Each step does nothing when its result is there. pip installs with ``--no-deps --target``
@@ -26,6 +27,7 @@ FLINK_VERSION = "1.19.3"
 SPARK_VERSION = "3.5.0"  # exactly the Spark beam-runners-spark-3 2.70.0 is built against
 HERE = pathlib.Path(__file__).resolve().parent
 LAUNCHER_SOURCE = HERE / "jobserver" / "BeamJobServerLauncher.java"
+RESULT_POLLING_SOURCE = HERE / "jobserver" / "flink" / "ExponentialWaitStrategy.java"
 JAVA_HOME = "/usr/lib/jvm/java-17-openjdk-amd64"
 
 
@@ -85,17 +87,27 @@ def jobserver_jars(state: StateDir, engine: str) -> pathlib.Path:
     return lib
 
 
-def launcher(state: StateDir) -> pathlib.Path:
-    """The launcher jar (see tests/cluster/jobserver.py), compiled from its source when newer."""
-    jar = state.launcher / "launcher.jar"
-    if jar.is_file() and jar.stat().st_mtime >= LAUNCHER_SOURCE.stat().st_mtime:
+def _compiled(source: pathlib.Path, jar: pathlib.Path, classpath: str = "") -> pathlib.Path:
+    """``jar``, made from the one Java ``source`` file when it is missing or older than it."""
+    if jar.is_file() and jar.stat().st_mtime >= source.stat().st_mtime:
         return jar
-    classes = state.launcher / "classes"
+    classes = jar.with_suffix(".classes")
     shutil.rmtree(classes, ignore_errors=True)
     classes.mkdir(parents=True)
-    _run(f"{JAVA_HOME}/bin/javac", "--release", "11", "-d", str(classes), str(LAUNCHER_SOURCE))
+    _run(f"{JAVA_HOME}/bin/javac", "--release", "11", *(["-cp", classpath] if classpath else []),
+         "-d", str(classes), str(source))
     _run(f"{JAVA_HOME}/bin/jar", "cf", str(jar), "-C", str(classes), ".")
     return jar
+
+
+def launcher(state: StateDir) -> pathlib.Path:
+    """The launcher jar (see tests/cluster/jobserver.py), compiled from its source when newer."""
+    return _compiled(LAUNCHER_SOURCE, state.launcher / "launcher.jar")
+
+
+def result_polling(state: StateDir, jobserver_lib: pathlib.Path) -> pathlib.Path:
+    """The jar the Flink job server finds Flink's ExponentialWaitStrategy in first (see the source)."""
+    return _compiled(RESULT_POLLING_SOURCE, state.launcher / "result-polling.jar", f"{jobserver_lib}/*")
 
 
 def _classes(jar: pathlib.Path) -> set[str]:

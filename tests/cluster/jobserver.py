@@ -10,6 +10,11 @@ classes are in the cluster's own lib/ instead (install.beam_jars_into_flink). It
 system class loader, not one made in main: Flink's REST client deserializes a failed job's
 exception with the system class loader, and the real cause would be lost.
 
+Flink's REST client, in the job server, polls for a job's result with waits doubling up to 2 s,
+fixed in its code, so a job's end reached the command up to 2 s late. The launcher finds one
+class first on the Flink job server's classpath, jobserver/flink/ExponentialWaitStrategy.java,
+which stops the waits at 100 ms (install.result_polling).
+
 The Spark job server is the Spark driver: executors connect back to it on the bridge. Beam's
 Spark runner makes the same scan and would ship its finds (some 400 jars, 420 MB) with every
 application, for each executor to copy: it starts through the same launcher, and the executors
@@ -21,7 +26,7 @@ from __future__ import annotations
 
 import pathlib
 
-from tests.cluster import daemons, network
+from tests.cluster import daemons, install, network
 from tests.cluster.install import JAVA_HOME
 from tests.cluster.state import StateDir
 
@@ -43,7 +48,8 @@ def endpoint(engine: str) -> str:
 
 def _flink_command(state: StateDir, hosts: list[network.Host], lib: pathlib.Path, launcher: pathlib.Path) -> list[str]:
     return [
-        "-Djava.system.class.loader=BeamJobServerLauncher", f"-Dbeam.launcher.classpath={lib}/*",
+        "-Djava.system.class.loader=BeamJobServerLauncher",
+        f"-Dbeam.launcher.classpath={install.result_polling(state, lib)}:{lib}/*",
         "-cp", str(launcher), "BeamJobServerLauncher",
         f"--flink-master={hosts[0].address}:8081",
     ]

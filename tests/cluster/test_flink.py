@@ -226,3 +226,35 @@ def test_the_flink_preset_works_as_shipped(flink, work):
                          "--output", str(out))
     assert code == 0, err
     same_training(out, work / "direct-tok")
+
+
+_POLL_CHECK = """
+public class PollCheck {
+  public static void main(String[] args) throws Exception {
+    Class<?> strategy = Class.forName("org.apache.flink.client.program.rest.retry.ExponentialWaitStrategy",
+                                      true, ClassLoader.getSystemClassLoader());
+    Object waits = strategy.getConstructor(long.class, long.class).newInstance(10L, 2000L);
+    StringBuilder out = new StringBuilder();
+    for (long attempt : new long[] {0, 1, 2, 3, 4, 5, 8, 11, 63, 1000}) {
+      out.append(strategy.getMethod("sleepTime", long.class).invoke(waits, attempt)).append(' ');
+    }
+    System.out.println(out.toString().trim());
+  }
+}
+"""
+
+
+def test_the_job_server_asks_for_a_jobs_end_at_least_every_100_ms(flink, tmp_path):
+    """Flink's REST client in the job server waits up to 2 s between polls for a job's result;
+    the running job server's own classpath, through its launcher, gives it waits that stop at 100 ms."""
+    pid = StateDir.at(STATE_DIR).host_dir("flink", "js").joinpath("jobserver.pid").read_text().split()[0]
+    argv = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    launcher_flags = [arg for arg in argv if arg.startswith(("-Djava.system.class.loader=", "-Dbeam.launcher.classpath="))]
+    launcher_jar = argv[argv.index("-cp") + 1]
+    source = tmp_path / "PollCheck.java"
+    source.write_text(_POLL_CHECK)
+    done = subprocess.run([argv[0], *launcher_flags, "-cp", launcher_jar, str(source)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    # Flink's own: 10 20 40 80 160 320 2000 2000 2000 2000.
+    assert done.stdout.split() == ["10", "20", "40", "80", "100", "100", "100", "100", "100", "100"]

@@ -61,13 +61,18 @@ def pool(tmp_path, request):
     process.wait()
 
 
-def _job_pids(port: int, out: pathlib.Path) -> set[int]:
-    """Runs a small job on the pool; the process IDs its elements were processed in."""
+def _job_values(port: int, out: pathlib.Path, seen) -> set[int]:
+    """Runs a small job on the pool; what ``seen()`` returned where its elements were processed."""
     options = PipelineOptions(["--runner=PortableRunner", "--job_endpoint=embed", "--environment_type=EXTERNAL",
                                f"--environment_config=localhost:{port}"])
     with beam.Pipeline(options=options) as p:
-        _ = p | beam.Create(["a", "b", "c"]) | beam.Map(lambda _: str(os.getpid())) | beam.io.WriteToText(str(out))
+        _ = p | beam.Create(["a", "b", "c"]) | beam.Map(lambda _: str(seen())) | beam.io.WriteToText(str(out))
     return {int(line) for path in glob.glob(f"{out}*") for line in pathlib.Path(path).read_text().split()}
+
+
+def _job_pids(port: int, out: pathlib.Path) -> set[int]:
+    """Runs a small job on the pool; the process IDs its elements were processed in."""
+    return _job_values(port, out, os.getpid)
 
 
 def test_a_job_runs_in_the_process_made_ready_and_the_next_one_is_made_ready(pool, tmp_path):
@@ -80,6 +85,22 @@ def test_a_job_runs_in_the_process_made_ready_and_the_next_one_is_made_ready(poo
     _wait_for(lambda: [pid for pid in _spares(process) if pid != first_spare], "the next spare")
     second_spare = [pid for pid in _spares(process) if pid != first_spare][0]
     assert _job_pids(port, tmp_path / "two") == {second_spare}
+
+
+def _policies(pid: int) -> set[int]:
+    """The scheduling policies of the threads of process ``pid``."""
+    return {os.sched_getscheduler(int(thread)) for thread in os.listdir(f"/proc/{pid}/task")}
+
+
+def test_a_spare_gets_ready_at_idle_priority_and_runs_its_job_at_normal_priority(pool, tmp_path):
+    from pipeline.runtime.worker_pool import idle_priority_is_reversible
+
+    if not idle_priority_is_reversible():
+        pytest.skip("this process may not bring a thread back from idle priority (no root, no CAP_SYS_NICE)")
+    port, _, process = pool
+    _wait_for(lambda: len(_spares(process)) == 1, "a spare")
+    _wait_for(lambda: _policies(_spares(process)[0]) == {os.SCHED_IDLE}, "the spare at idle priority")
+    assert _job_values(port, tmp_path / "one", lambda: os.sched_getscheduler(0)) == {os.SCHED_OTHER}
 
 
 @pytest.mark.parametrize("pool", [0], indirect=True)
