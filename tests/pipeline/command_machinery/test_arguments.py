@@ -271,3 +271,22 @@ def test_a_cluster_job_keeps_its_sdk_workers_between_stages_unless_told_otherwis
     assert kept(pipeline_options([f"--runner={runner}"])) == 10000
     assert kept(pipeline_options([f"--runner={runner}", "--environment_cache_millis=0"])) == 0
     assert kept(pipeline_options([])) == 0
+
+
+@pytest.mark.parametrize("runner", ["PortableRunner", "FlinkRunner", "SparkRunner"])
+def test_a_cluster_job_is_submitted_without_beams_pip_freeze(runner, monkeypatch, tmp_path):
+    """Beam's stager runs `pip freeze` at each submission unless an experiment turns it off;
+    the user's own experiments are kept beside it."""
+    from apache_beam.options.pipeline_options import DebugOptions
+    from apache_beam.runners.portability.stager import Stager
+
+    from pipeline.command_machinery.runners import pipeline_options
+
+    ran = []
+    monkeypatch.setattr(subprocess, "check_output", lambda argv, *a, **k: ran.append(argv) or b"")
+    options = pipeline_options([f"--runner={runner}", "--experiments=user_experiment"])
+    Stager.create_job_resources(options, str(tmp_path))
+    assert not [argv for argv in ran if "freeze" in argv]
+    assert "user_experiment" in options.view_as(DebugOptions).experiments
+    Stager.create_job_resources(pipeline_options([]), str(tmp_path))  # DirectRunner: Beam's default
+    assert [argv for argv in ran if "freeze" in argv]
