@@ -9,15 +9,17 @@ process imports Beam, pyarrow and beam-bpe's transforms: about a second of CPU a
 in every job, however small. This pool keeps one process ready instead, with all of that
 imported (a "spare"). A job's request hands the spare its addresses, one line of JSON on its
 input, and the spare runs Beam's worker for the job exactly as Beam's pool would have
-(``SdkHarness(...).run()``). The next spare starts as soon as one is taken, and does its
-imports at the operating system's idle priority (``SCHED_IDLE``): on a busy host it gets only
-the CPU that jobs leave unused, so making it ready never slows the job that took the last one
-(on two cores, a spare importing at normal priority in the middle of an encode cost that encode
-about a second). It comes back to normal priority the moment a job takes it. Where the pool may
-not bring a process back from idle priority (no root, no CAP_SYS_NICE), the spare imports at
-normal priority and starts a few seconds after the last one was taken (``_REFILL_DELAY``), once
-the job's own start-up is past. When no spare is ready (a second worker at once, a spare that died), the request goes to
-Beam's pool as usual, so the pool changes when workers start, never what they do.
+(``SdkHarness(...).run()``).
+
+The next spare starts as soon as one is taken, and does its imports at the operating system's
+idle priority (``SCHED_IDLE``): on a busy host it gets only the CPU that jobs leave unused, so
+making it ready does not compete with the job that took the last one, however soon after the
+job's start it begins. It comes back to normal priority the moment a job takes it. Where the
+pool may not bring a process back from idle priority (no root, no CAP_SYS_NICE), the spare
+imports at normal priority and starts a few seconds after the last one was taken
+(``_REFILL_DELAY``), once the job's own start-up is past. When no spare is ready (a second
+worker at once, a spare that died), the request goes to Beam's pool as usual, so the pool
+changes when workers start, never what they do.
 
 A spare whose pool has gone sees its input end and exits. ``--spares 0`` is Beam's pool, and so
 is the default when ``BEAM_BPE_PLAIN_BEAM`` turns beam-bpe's start-up machinery off.
