@@ -13,7 +13,8 @@ exception with the system class loader, and the real cause would be lost.
 Flink's REST client, in the job server, polls for a job's result with waits doubling up to 2 s,
 fixed in its code, so a job's end reached the command up to 2 s late. The launcher finds one
 class first on the Flink job server's classpath, jobserver/flink/ExponentialWaitStrategy.java,
-which stops the waits at 100 ms (install.result_polling).
+whose waits stop doubling at 100 ms and then grow to a twentieth of the time waited so far
+(install.result_polling).
 
 The Spark job server is the Spark driver: executors connect back to it on the bridge. Beam's
 Spark runner makes the same scan and would ship its finds (some 400 jars, 420 MB) with every
