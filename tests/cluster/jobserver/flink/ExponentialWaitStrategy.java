@@ -44,8 +44,8 @@ public class ExponentialWaitStrategy implements WaitStrategy {
     // Attempt by attempt; once a wait reaches the maximum every later one is the maximum, and
     // that takes under a hundred attempts (each wait at least 5% of the time waited so far).
     for (long i = 0; i <= attempt && wait < maxWait; i++) {
-      long doubling = i < 62 && initialWait <= (floor >> i) ? initialWait << i : floor;
-      wait = Math.min(maxWait, Math.max(Math.min(doubling, floor), waited / FRACTION));
+      long doubling = i < 62 && initialWait <= (floor >> i) ? initialWait << i : floor;  // at most the floor
+      wait = Math.min(maxWait, Math.max(doubling, waited / FRACTION));
       waited += wait;
     }
     return wait;
