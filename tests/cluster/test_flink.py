@@ -92,7 +92,7 @@ def test_encode_on_flink_gives_directrunners_shards_and_stats(flink, work):
     _wait_until_each_pool_has_a_spare()  # the previous test's job took the ones there were
     started, ready = _sdk_workers_started()
     code, err = beam_bpe("encode", "--tokenizer", str(work / "direct-tok"), "--input", f"{work}/small/*.jsonl",
-                         "--output", str(out), "--progress-every", "1", *flink["beam_args"])
+                         "--output", str(out), "--progress-every", "0.1", *flink["beam_args"])
     assert code == 0, err
     same_files(out, work / "direct-enc")
     # The progress lines come from the job's metrics, as the cluster reports them.
@@ -101,6 +101,18 @@ def test_encode_on_flink_gives_directrunners_shards_and_stats(flink, work):
     # pipeline.command_machinery.runners) instead of a new Python process per stage, each one a
     # process its pool had made ready.
     assert _sdk_workers_started() == (started + 2, ready + 2)
+    # One pipelined region: no exchange waits for the one before it to end, so Flink deploys the
+    # whole job at its start instead of the reading steps only after the planning step is done
+    # (transforms.read: the dead letters leave from one step).
+    jid = max(_jobs(flink).values(), key=lambda job: job["start-time"])["jid"]
+    assert _blocking_exchanges(flink, jid) == []
+
+
+def _blocking_exchanges(flink: dict, jid: str) -> list[str]:
+    """The steps of a job's Flink plan that read an input through a blocking exchange."""
+    nodes = flink_hosts.rest(flink["rest"], f"/jobs/{jid}/plan")["plan"]["nodes"]
+    return [node["description"] for node in nodes
+            if any(edge.get("exchange") != "pipelined" for edge in node.get("inputs", []))]
 
 
 def test_pack_on_flink_gives_directrunners_sequences_in_order(flink, work):

@@ -24,7 +24,7 @@ from apache_beam.io.filesystem import FileSystem
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.localfilesystem import LocalFileSystem
 
-from transforms.read.documents import dead_letter, describe
+from transforms.read.documents import DeadLetter, describe
 
 __all__ = ["MatchedFile", "match_pattern", "match_inputs", "MatchFilesFn", "as_list"]
 
@@ -150,11 +150,11 @@ def _kind(mode: int) -> str:
 
 class MatchFilesFn(beam.DoFn):
     """Expands all the patterns, given as one list, into their files, each file once
-    (several patterns may match it); dead letters, each once, for the patterns or
-    files that cannot be read. One element for all: no shuffle is needed to
-    drop what two patterns share."""
+    (several patterns may match it), and a DeadLetter, each once, for every pattern or
+    file that cannot be read, in the same output (``ReadDocuments`` says why). One
+    element for all: no shuffle is needed to drop what two patterns share."""
 
-    def process(self, patterns: list[str]) -> Iterator[MatchedFile]:
+    def process(self, patterns: list[str]) -> Iterator[MatchedFile | DeadLetter]:
         files: dict[str, MatchedFile] = {}
         dead: dict[tuple, None] = {}
         for pattern in patterns:
@@ -171,5 +171,5 @@ class MatchFilesFn(beam.DoFn):
                 else:
                     files.setdefault(file.path, file)
         for path, line, reason in dead:
-            yield dead_letter(path, line, reason)
+            yield DeadLetter(path, line, reason)
         yield from files.values()

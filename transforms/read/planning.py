@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 from transforms import metrics
 from transforms.read.compression import READ_ERRORS, detect_compression, open_file
-from transforms.read.documents import dead_letter, describe
+from transforms.read.documents import DeadLetter, describe
 from transforms.read.matching import MatchedFile
 from transforms.read.records import detect_format, id_column_problem, text_column_problem
 
@@ -130,7 +130,8 @@ def row_group_runs(groups: list[tuple[int, int]], split_bytes: int) -> list[tupl
 
 
 class PlanReadsFn(beam.DoFn):
-    """Splits a file into read tasks; a dead letter if it cannot be planned."""
+    """Splits a file into read tasks; a DeadLetter in the same output if it cannot be
+    planned. A DeadLetter it is given (from ``MatchFilesFn``) passes through."""
 
     def __init__(self, format: str, text_field: str, id_field: str | None, split_bytes: int):
         self._format = format
@@ -141,7 +142,10 @@ class PlanReadsFn(beam.DoFn):
     def setup(self):
         self._files = metrics.counter("read", "files")
 
-    def process(self, file: MatchedFile) -> Iterator[ReadTask]:
+    def process(self, file: MatchedFile | DeadLetter) -> Iterator[ReadTask | DeadLetter]:
+        if isinstance(file, DeadLetter):
+            yield file
+            return
         self._files.inc()
         fmt = detect_format(file.path) if self._format == "auto" else self._format
         compression = detect_compression(file.path)
@@ -157,10 +161,10 @@ class PlanReadsFn(beam.DoFn):
             else:
                 pieces = [(task.part, 1)]
         except READ_ERRORS as e:
-            yield dead_letter(file.path, -1, f"cannot read file: {describe(e)}")
+            yield DeadLetter(file.path, -1, f"cannot read file: {describe(e)}")
             return
         if isinstance(pieces, str):
-            yield dead_letter(file.path, -1, pieces)
+            yield DeadLetter(file.path, -1, pieces)
             return
         for part, first_record in pieces:
             yield task._replace(part=part, first_record=first_record)

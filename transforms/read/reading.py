@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from transforms import metrics
 from transforms.read.compression import READ_ERRORS, open_file
-from transforms.read.documents import Document, dead_letter, describe
+from transforms.read.documents import DEAD_LETTERS, DeadLetter, Document, dead_letter, describe
 from transforms.read.planning import ByteRange, ReadTask, RowGroups
 from transforms.read.records import (
     id_column_problem,
@@ -38,7 +38,9 @@ _PARQUET_BATCH_ROWS = 1024
 
 
 class ReadFn(beam.DoFn):
-    """Reads one task into documents and dead letters (tagged ``dead_letters``).
+    """Reads one task into documents and dead letters (tagged ``dead_letters``). A
+    DeadLetter in place of a task (a file that could not be matched or planned) goes
+    to the dead letters as it is.
 
     Counters: ``read.documents`` and ``read.bytes``; ``read.blank_lines``;
     ``read.files_done``, the pieces read that end a file (a file read in one
@@ -53,7 +55,10 @@ class ReadFn(beam.DoFn):
     def setup(self):
         self._counters = metrics.Counters("read", "documents", "bytes", "blank_lines", "files_done")
 
-    def process(self, task: ReadTask):
+    def process(self, task: ReadTask | DeadLetter):
+        if isinstance(task, DeadLetter):
+            yield beam.pvalue.TaggedOutput(DEAD_LETTERS, task)
+            return
         if task.format == "parquet":
             outputs = self._read_parquet(task)
         elif task.format == "text":
