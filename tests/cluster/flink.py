@@ -11,7 +11,8 @@ settings beyond the defaults, each needed for a reason:
   (PIPELINED), and Flink's default runs out of network buffers;
 - blob cleanup every 60 s, and a restarted TaskManager starts with an empty temporary
   directory: the disk used by jobs and by killed TaskManagers stays bounded;
-- one slot per TaskManager, so a job at parallelism N runs on every host.
+- one slot per TaskManager, so a job at parallelism N runs on every host;
+- the JVMs compile with C1 only (``install.JIT_OPTIONS`` says why).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import shutil
 import urllib.request
 
 from tests.cluster import daemons, network
-from tests.cluster.install import JAVA_HOME
+from tests.cluster.install import JAVA_HOME, JIT_OPTIONS
 from tests.cluster.state import StateDir
 
 REST_PORT = 8081
@@ -70,7 +71,7 @@ def configure(state: StateDir, hosts: list[network.Host]) -> None:
         settings = {
             "env.java.home": JAVA_HOME,
             "env.java.opts.all": f"{_java_options(home)} -Djdk.net.hosts.file={run / 'hosts'} "
-                                 f"-Djava.io.tmpdir={tmp}",
+                                 f"-Djava.io.tmpdir={tmp} {' '.join(JIT_OPTIONS)}",
             "env.log.dir": str(directory),
             "env.pid.dir": str(directory),
             "io.tmp.dirs": str(tmp),

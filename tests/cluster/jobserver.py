@@ -28,7 +28,7 @@ from __future__ import annotations
 import pathlib
 
 from tests.cluster import daemons, install, network
-from tests.cluster.install import JAVA_HOME
+from tests.cluster.install import JAVA_HOME, JIT_OPTIONS
 from tests.cluster.state import StateDir
 
 # The job service's port (Flink's: Beam's default, as configs/flink.yaml says); artifacts on the port below.
@@ -94,7 +94,7 @@ def start_if_missing(state: StateDir, engine: str, hosts: list[network.Host], li
     artifacts.mkdir(parents=True, exist_ok=True)
     command = (_flink_command if engine == "flink" else _spark_command)(state, hosts, lib, launcher)
     started = daemons.start(_NAME, [
-        f"{JAVA_HOME}/bin/java", f"-Djdk.net.hosts.file={state.run(engine) / 'hosts'}", f"-Djava.io.tmpdir={directory}",
+        f"{JAVA_HOME}/bin/java", f"-Djdk.net.hosts.file={state.run(engine) / 'hosts'}", f"-Djava.io.tmpdir={directory}", *JIT_OPTIONS,
         "-Dorg.slf4j.simpleLogger.showDateTime=true", "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
         *command, f"--job-port={port}", f"--artifact-port={port - 1}", "--expansion-port=0",
         f"--artifacts-dir={artifacts}",

@@ -22,7 +22,7 @@ import uuid
 import pyarrow.parquet as pq
 import pytest
 
-from tests.cluster import daemons, network
+from tests.cluster import daemons, install, network
 from tests.cluster import flink as flink_hosts
 from tests.cluster.fixtures import BEAM_BPE, MARKS, STATE_DIR, beam_bpe, cluster
 from tests.cluster.outputs import same_files, same_training, write_corpus
@@ -277,3 +277,16 @@ def test_the_job_server_sees_a_jobs_end_within_100_ms_or_5_percent_of_its_time(f
         assert 10 <= wait <= min(2000, max(100, waited // 20)), (wait, waited)
         waited += wait
     assert waits[-1] == 2000 and sum(waits[:37]) >= 4000  # a job of 4 s is asked about 37 times at most
+
+
+def test_the_clusters_jvms_compile_with_c1_only(flink):
+    """The JobManager, the TaskManagers and the job server run with ``install.JIT_OPTIONS``: the
+    optimizing compiler's work in every job came out of the SDK workers' cores."""
+    state = StateDir.at(STATE_DIR)
+    jvms = {name: daemons.pid(name, state.host_dir("flink", name)) for name in ("jm", "tm1", "tm2")}
+    jvms["jobserver"] = daemons.pid("jobserver", state.host_dir("flink", "js"))
+    for name, pid in jvms.items():
+        assert pid is not None, f"{name} is not running"
+        argv = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+        assert argv[0].endswith("/java"), (name, argv[:3])
+        assert set(install.JIT_OPTIONS) <= set(argv), (name, [arg for arg in argv if arg.startswith("-XX")])
