@@ -31,7 +31,7 @@ from tests.cluster.state import StateDir
 pytestmark = MARKS
 
 VOCAB = "600"
-COPIES = 6  # the fault tests' corpus: the small one this many times, ~20 MB, long enough to kill a host in
+COPIES = 12  # the fault tests' corpus: the small one this many times, ~40 MB, long enough to kill a host in
 
 
 @pytest.fixture(scope="module")
