@@ -159,10 +159,13 @@ def _run_spare() -> None:
         _set_priority(os.SCHED_IDLE)
     from pipeline.runtime import worker
 
-    worker.settle()  # before Beam is imported
-    from pipeline.cli import WORKER_MODULES
+    def prepare() -> None:
+        worker.settle()  # before Beam is imported
+        from pipeline.cli import WORKER_MODULES
 
-    worker.import_ahead(sorted({module for modules in WORKER_MODULES.values() for module in modules}))
+        worker.import_ahead(sorted({module for modules in WORKER_MODULES.values() for module in modules}))
+
+    worker.start_up(prepare)  # what the imports made is frozen, as in any beam-bpe worker
     from apache_beam.runners.worker.sdk_worker import SdkHarness
 
     line = sys.stdin.buffer.readline()

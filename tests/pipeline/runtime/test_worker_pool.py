@@ -5,6 +5,7 @@ portable job service (Beam's own, embedded) whose environment is EXTERNAL."""
 
 from __future__ import annotations
 
+import gc
 import glob
 import os
 import pathlib
@@ -101,6 +102,13 @@ def test_a_spare_gets_ready_at_idle_priority_and_runs_its_job_at_normal_priority
     _wait_for(lambda: len(_spares(process)) == 1, "a spare")
     _wait_for(lambda: _policies(_spares(process)[0]) == {os.SCHED_IDLE}, "the spare at idle priority")
     assert _job_values(port, tmp_path / "one", lambda: os.sched_getscheduler(0)) == {os.SCHED_OTHER}
+
+
+def test_a_spares_jobs_do_not_collect_its_start_up_objects_again(pool, tmp_path):
+    # Frozen after the imports (pipeline.runtime.worker.start_up): the job's collections skip them.
+    port, _, process = pool
+    _wait_for(lambda: len(_spares(process)) == 1, "a spare")
+    assert min(_job_values(port, tmp_path / "one", gc.get_freeze_count)) > 50_000
 
 
 @pytest.mark.parametrize("pool", [0], indirect=True)
