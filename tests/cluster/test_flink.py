@@ -31,7 +31,7 @@ from tests.cluster.state import StateDir
 pytestmark = MARKS
 
 VOCAB = "600"
-COPIES = 12  # the fault tests' corpus: the small one this many times, ~40 MB, long enough to kill a host in
+COPIES = 24  # the fault tests' corpus: the small one this many times, ~80 MB, long enough to kill a host in
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +172,7 @@ def _kill_a_taskmanager_during(flink: dict, argv: list[str]) -> tuple[int, str, 
     """Runs the command, kills TaskManager 2 once its job runs, brings it back (`up`);
     (exit code, stderr, Flink job ID)."""
     process, jid = _start_and_wait_until_running(flink, argv)
-    time.sleep(1)
+    time.sleep(0.3)  # early: the count job of the fault corpus lasts under 2 s on this cluster
     cluster("kill-taskmanager", "--index", "2")
     cluster("up", "--engine", "flink", "--taskmanagers", "2")
     _, err = process.communicate(timeout=600)
@@ -212,7 +212,7 @@ def test_a_failed_job_leaves_nothing_complete_and_a_rerun_completes(flink, work,
         "train": ["train", "--input", f"{work}/big/*.jsonl", "--vocab-size", VOCAB],
     }[command] + ["--output", str(out)]
     process, _ = _start_and_wait_until_running(flink, argv)
-    time.sleep(1)
+    time.sleep(0.3)  # early: the count job of the fault corpus lasts under 2 s on this cluster
     # The JobManager's machine fails: without a standby JobManager the job is lost.
     state = StateDir.at(STATE_DIR)
     assert daemons.kill("jm", state.host_dir("flink", "jm")) is not None
