@@ -32,7 +32,7 @@ JAVA_HOME = "/usr/lib/jvm/java-17-openjdk-amd64"
 # The Flink JVMs and the job server compile with the quick compiler only (C1). With the optimizing
 # one (C2) as well, they kept compiling hundreds of methods in every job, however many jobs came
 # before (jstat -compiler), at about 1.1 of their 1.7 CPU-seconds in a 240 MB encode, taken from
-# the SDK workers' cores; with C1 only they use 0.5-1.0 CPU-seconds a job. Their own work (task
+# the SDK workers' cores; with C1 only they use about 1.0 CPU-second a job. Their own work (task
 # deployment, RPC, moving the SDK workers' elements) is a small share of a job and no slower per
 # GB measured (benchmarks/RESULTS.md).
 JIT_OPTIONS = ("-XX:TieredStopAtLevel=1",)

@@ -82,7 +82,8 @@ class ReadDocuments(beam.PTransform):
     of its own reads: all of them leave from the one step. (Two steps' dead
     letters joined by a Flatten would make Flink's batch planner put a
     blocking exchange after the planning step, which then runs alone before
-    the rest of the job is even deployed: 0.2-0.3 s of every job.) Counters (``transforms.metrics``):
+    the rest of the job is even deployed: 0.2-0.3 s of every job.)
+    Counters (``transforms.metrics``):
     ``read.files``, ``read.documents``, ``read.bytes``, ``read.dead_letters``,
     ``read.blank_lines``, ``read.files_done`` (the reads that end a file).
 

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from transforms import metrics
 from transforms.read.compression import READ_ERRORS, open_file
-from transforms.read.documents import DEAD_LETTERS, DeadLetter, Document, dead_letter, describe
+from transforms.read.documents import DeadLetter, Document, dead_letter, describe
 from transforms.read.planning import ByteRange, ReadTask, RowGroups
 from transforms.read.records import (
     id_column_problem,
@@ -57,7 +57,7 @@ class ReadFn(beam.DoFn):
 
     def process(self, task: ReadTask | DeadLetter):
         if isinstance(task, DeadLetter):
-            yield beam.pvalue.TaggedOutput(DEAD_LETTERS, task)
+            yield dead_letter(*task)
             return
         if task.format == "parquet":
             outputs = self._read_parquet(task)
