@@ -14,7 +14,12 @@ input, and the spare runs Beam's worker for the job exactly as Beam's pool would
 The next spare starts as soon as one is taken, and does its imports at the operating system's
 idle priority (``SCHED_IDLE``): on a busy host it gets only the CPU that jobs leave unused, so
 making it ready does not compete with the job that took the last one, however soon after the
-job's start it begins. It comes back to normal priority the moment a job takes it. Where the
+job's start it begins. That takes a session of its own as well: where Linux groups processes by
+session (autogroups, the default on most distributions) it shares CPU between the groups first
+and only then between a group's threads by their policy, so a spare at idle priority in the
+pool's session took as much CPU as a group of its own, about 1 CPU-second of a 240 MB encode on a
+2-core host while the job's workers waited. In its own session the spare's group gets the
+lowest weight (nice 19). It comes back to normal priority the moment a job takes it. Where the
 pool may not bring a process back from idle priority (no root, no CAP_SYS_NICE), the spare
 imports at normal priority and starts a few seconds after the last one was taken
 (``_REFILL_DELAY``), once the job's own start-up is past. When no spare is ready (a second
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import errno
 import json
 import logging
 import os
@@ -121,6 +127,39 @@ def idle_priority_is_reversible() -> bool:
     return allowed[0]
 
 
+def _to_background() -> None:
+    """This process to idle priority, in a session (so an autogroup) of its own at the lowest weight."""
+    os.setsid()  # a spare is never a process group leader, so this cannot fail
+    _set_autogroup_nice(19)
+    _set_priority(os.SCHED_IDLE)
+
+
+def _to_foreground() -> None:
+    """This process back to normal priority, its autogroup's weight as well."""
+    _set_autogroup_nice(0)
+    _set_priority(os.SCHED_OTHER)
+
+
+def _set_autogroup_nice(nice: int) -> None:
+    """The weight of this process's autogroup, where the kernel groups by session (otherwise nothing
+    to do). Without CAP_SYS_ADMIN the kernel takes one change a tenth of a second at most, machine-wide
+    (EAGAIN), so a refused change is tried again for a second. A change still refused costs speed
+    only, so it is said in the pool's log and the worker goes on."""
+    for _ in range(100):
+        try:
+            with open("/proc/self/autogroup", "w") as autogroup:
+                autogroup.write(str(nice))
+            return
+        except FileNotFoundError:  # a kernel without autogroups
+            return
+        except OSError as e:
+            if e.errno != errno.EAGAIN:
+                break
+            time.sleep(0.01)
+    print(f"beam-bpe worker pool: process {os.getpid()} could not set its autogroup to nice {nice}",
+          file=sys.stderr, flush=True)
+
+
 def _set_priority(policy: int) -> None:
     """Every thread of this process to ``policy`` (a thread an import started inherits its starter's)."""
     for thread in os.listdir("/proc/self/task"):
@@ -156,7 +195,7 @@ def _run_spare() -> None:
     """A spare: imports what a job's workers need, waits for its job, runs Beam's worker for it."""
     idle = idle_priority_is_reversible()
     if idle:
-        _set_priority(os.SCHED_IDLE)
+        _to_background()
     from pipeline.runtime import worker
 
     def prepare() -> None:
@@ -172,7 +211,7 @@ def _run_spare() -> None:
     if not line:  # the pool ended before a job came
         os._exit(0)
     if idle:
-        _set_priority(os.SCHED_OTHER)
+        _to_foreground()
     job = json.loads(line)
     SdkHarness(job["control"], worker_id=job["worker_id"], state_cache_size=job["state_cache_size"],
                data_buffer_time_limit_ms=job["data_buffer_time_limit_ms"]).run()

@@ -93,6 +93,14 @@ def _policies(pid: int) -> set[int]:
     return {os.sched_getscheduler(int(thread)) for thread in os.listdir(f"/proc/{pid}/task")}
 
 
+def _autogroup_nice(pid: int | str = "self") -> int | None:
+    """The nice value of the autogroup of process ``pid`` (None: a kernel without autogroups)."""
+    try:
+        return int(pathlib.Path(f"/proc/{pid}/autogroup").read_text().split("nice")[1])
+    except FileNotFoundError:
+        return None
+
+
 def test_a_spare_gets_ready_at_idle_priority_and_runs_its_job_at_normal_priority(pool, tmp_path):
     from pipeline.runtime.worker_pool import idle_priority_is_reversible
 
@@ -100,8 +108,14 @@ def test_a_spare_gets_ready_at_idle_priority_and_runs_its_job_at_normal_priority
         pytest.skip("this process may not bring a thread back from idle priority (no root, no CAP_SYS_NICE)")
     port, _, process = pool
     _wait_for(lambda: len(_spares(process)) == 1, "a spare")
-    _wait_for(lambda: _policies(_spares(process)[0]) == {os.SCHED_IDLE}, "the spare at idle priority")
-    assert _job_values(port, tmp_path / "one", lambda: os.sched_getscheduler(0)) == {os.SCHED_OTHER}
+    spare = _spares(process)[0]
+    _wait_for(lambda: _policies(spare) == {os.SCHED_IDLE}, "the spare at idle priority")
+    # In a session of its own, whose autogroup (where the kernel has them) weighs least: a
+    # spare in the pool's session took CPU from a running job's workers despite its policy.
+    assert os.getsid(spare) == spare and os.getsid(process.pid) != spare
+    assert _autogroup_nice(spare) in (19, None)
+    job = _job_values(port, tmp_path / "one", lambda: os.sched_getscheduler(0) * 100 + (_autogroup_nice() or 0))
+    assert job == {os.SCHED_OTHER * 100}
 
 
 def test_a_spares_jobs_do_not_collect_its_start_up_objects_again(pool, tmp_path):
