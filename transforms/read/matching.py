@@ -152,8 +152,7 @@ class MatchFilesFn(beam.DoFn):
     """Expands all the patterns, given as one list, into their files, each file once
     (several patterns may match it), and a DeadLetter, each once, for every pattern or
     file that cannot be read, in the same output (``ReadDocuments`` says why). One
-    element for all: no shuffle is needed to drop what two patterns share. The files
-    come largest first (see ``process``)."""
+    element for all: no shuffle is needed to drop what two patterns share."""
 
     def process(self, patterns: list[str]) -> Iterator[MatchedFile | DeadLetter]:
         files: dict[str, MatchedFile] = {}
@@ -173,10 +172,4 @@ class MatchFilesFn(beam.DoFn):
                     files.setdefault(file.path, file)
         for path, line, reason in dead:
             yield DeadLetter(path, line, reason)
-        # Largest first. Flink's reshuffle (SpreadReads) deals the read tasks to
-        # its workers in turn, so in listing order a corpus whose files alternate
-        # large and small gives one worker all the large ones, and the job waits
-        # for it. Dealt largest first, the workers' loads differ by about one
-        # file; a runner that hands tasks out as workers ask gets the longest
-        # first, the usual remedy for a straggler at the end.
-        yield from sorted(files.values(), key=lambda file: (-file.size, file.path))
+        yield from files.values()
