@@ -19,7 +19,8 @@ session (autogroups, the default on most distributions) it shares CPU between th
 and only then between a group's threads by their policy, so a spare at idle priority in the
 pool's session took as much CPU as a group of its own, about 1 CPU-second of a 240 MB encode on a
 2-core host while the job's workers waited. In its own session the spare's group gets the
-lowest weight (nice 19). It comes back to normal priority the moment a job takes it. Where the
+lowest weight (nice 19). It comes back to normal priority the moment a job takes it, set there by
+the pool, so a job that takes a spare still importing does not wait for it at idle priority. Where the
 pool may not bring a process back from idle priority (no root, no CAP_SYS_NICE), the spare
 imports at normal priority and starts a few seconds after the last one was taken
 (``_REFILL_DELAY``), once the job's own start-up is past. When no spare is ready (a second
@@ -38,6 +39,7 @@ import errno
 import json
 import logging
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -62,7 +64,8 @@ def _pool_class():
             self._wanted = spares
             self._spares: list[subprocess.Popen] = []
             self._lock = threading.Lock()
-            self._refill_delay = 0.0 if idle_priority_is_reversible() else _REFILL_DELAY
+            self._idle = idle_priority_is_reversible()
+            self._refill_delay = 0.0 if self._idle else _REFILL_DELAY
             atexit.register(self._end_spares)
             self._fill()
 
@@ -98,6 +101,8 @@ def _pool_class():
                 spare.stdin.close()
             except OSError:  # it died between the check and the write: start one the usual way
                 return super().StartWorker(request, context)
+            if self._idle:  # a spare still importing goes on at normal priority at once
+                _to_foreground(spare.pid)
             self._worker_processes[request.worker_id] = spare
             _LOGGER.info("Starting worker %s in process %d, made ready before the job", request.worker_id, spare.pid)
             refill = threading.Timer(self._refill_delay, self._fill)
@@ -134,35 +139,41 @@ def _to_background() -> None:
     _set_priority(os.SCHED_IDLE)
 
 
-def _to_foreground() -> None:
-    """This process back to normal priority, its autogroup's weight as well."""
-    _set_autogroup_nice(0)
-    _set_priority(os.SCHED_OTHER)
+def _to_foreground(pid: int | str = "self") -> None:
+    """Process ``pid`` back to normal priority, its autogroup's weight as well: done by the pool
+    when it hands a job to a spare, and by the spare when it reads the job (for any thread
+    started in between)."""
+    _set_autogroup_nice(0, pid)
+    _set_priority(os.SCHED_OTHER, pid)
 
 
-def _set_autogroup_nice(nice: int) -> None:
-    """The weight of this process's autogroup, where the kernel groups by session (otherwise nothing
+def _set_autogroup_nice(nice: int, pid: int | str = "self") -> None:
+    """The weight of process ``pid``'s autogroup, where the kernel groups by session (otherwise nothing
     to do). Without CAP_SYS_ADMIN the kernel takes one change a tenth of a second at most, machine-wide
     (EAGAIN), so a refused change is tried again for a second. A change still refused costs speed
     only, so it is said in the pool's log and the worker goes on."""
     for _ in range(100):
         try:
-            with open("/proc/self/autogroup", "w") as autogroup:
+            with open(f"/proc/{pid}/autogroup", "w") as autogroup:
                 autogroup.write(str(nice))
             return
-        except FileNotFoundError:  # a kernel without autogroups
+        except FileNotFoundError:  # a kernel without autogroups, or a process that has ended
             return
         except OSError as e:
             if e.errno != errno.EAGAIN:
                 break
             time.sleep(0.01)
-    print(f"beam-bpe worker pool: process {os.getpid()} could not set its autogroup to nice {nice}",
+    print(f"beam-bpe worker pool: could not set the autogroup of process {pid} to nice {nice}",
           file=sys.stderr, flush=True)
 
 
-def _set_priority(policy: int) -> None:
-    """Every thread of this process to ``policy`` (a thread an import started inherits its starter's)."""
-    for thread in os.listdir("/proc/self/task"):
+def _set_priority(policy: int, pid: int | str = "self") -> None:
+    """Every thread of process ``pid`` to ``policy`` (a thread an import started inherits its starter's)."""
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:  # the process has ended
+        return
+    for thread in threads:
         try:
             os.sched_setscheduler(int(thread), policy, os.sched_param(0))
         except ProcessLookupError:  # it ended meanwhile
@@ -196,6 +207,8 @@ def _run_spare() -> None:
     idle = idle_priority_is_reversible()
     if idle:
         _to_background()
+        if select.select([sys.stdin.buffer], [], [], 0)[0]:  # taken (or ended) before that
+            _to_foreground()
     from pipeline.runtime import worker
 
     def prepare() -> None:

@@ -118,6 +118,26 @@ def test_a_spare_gets_ready_at_idle_priority_and_runs_its_job_at_normal_priority
     assert job == {os.SCHED_OTHER * 100}
 
 
+def test_the_pool_brings_a_spare_it_hands_a_job_to_back_to_normal_priority():
+    # So a job that takes a spare still importing does not wait for it at idle priority.
+    from pipeline.runtime import worker_pool
+
+    if not worker_pool.idle_priority_is_reversible():
+        pytest.skip("this process may not bring a thread back from idle priority (no root, no CAP_SYS_NICE)")
+    background = ("import sys, threading, time; from pipeline.runtime import worker_pool; "
+                  "worker_pool._to_background(); threading.Thread(target=time.sleep, args=(60,)).start(); "
+                  "print('ready', flush=True); time.sleep(60)")
+    process = subprocess.Popen([sys.executable, "-c", background], stdout=subprocess.PIPE)
+    try:
+        assert process.stdout.readline() == b"ready\n"
+        assert _policies(process.pid) == {os.SCHED_IDLE} and _autogroup_nice(process.pid) in (19, None)
+        worker_pool._to_foreground(process.pid)
+        assert _policies(process.pid) == {os.SCHED_OTHER} and _autogroup_nice(process.pid) in (0, None)
+    finally:
+        process.kill()
+        process.wait()
+
+
 def test_a_spares_jobs_do_not_collect_its_start_up_objects_again(pool, tmp_path):
     # Frozen after the imports (pipeline.runtime.worker.start_up): the job's collections skip them.
     port, _, process = pool
