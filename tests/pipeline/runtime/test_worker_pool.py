@@ -88,6 +88,17 @@ def test_a_job_runs_in_the_process_made_ready_and_the_next_one_is_made_ready(poo
     assert _job_pids(port, tmp_path / "two") == {second_spare}
 
 
+@pytest.mark.parametrize("pool", [2], indirect=True)
+def test_with_two_spares_a_job_that_follows_at_once_runs_in_one_made_ready_too(pool, tmp_path):
+    port, log, process = pool
+    _wait_for(lambda: len(_spares(process)) == 2, "two spares")
+    ready = set(_spares(process))
+    first = _job_pids(port, tmp_path / "one")
+    second = _job_pids(port, tmp_path / "two")  # its replacement for the first may still be importing
+    assert first | second <= ready and len(first | second) == 2
+    assert {int(pid) for pid in READY.findall(log.read_text())} == first | second
+
+
 def _policies(pid: int) -> set[int]:
     """The scheduling policies of the threads of process ``pid``."""
     return {os.sched_getscheduler(int(thread)) for thread in os.listdir(f"/proc/{pid}/task")}
@@ -171,4 +182,4 @@ def test_beam_bpe_plain_beam_makes_it_beams_own_pool(tmp_path, monkeypatch):
     worker_pool.main(["--service_port=1"])
     monkeypatch.setenv("BEAM_BPE_PLAIN_BEAM", "1")
     worker_pool.main(["--service_port=2"])
-    assert served == [(1, 1), (2, 0)]
+    assert served == [(1, 2), (2, 0)]
