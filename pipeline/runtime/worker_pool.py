@@ -6,11 +6,9 @@ Jobs reach it as they reach Beam's own pool (``python -m apache_beam.runners.wor
 ``--environment_type=EXTERNAL --environment_config=localhost:50000``. Beam's pool starts a new
 Python process for each worker a job asks for, and the job's first stage waits while that
 process imports Beam, pyarrow and beam-bpe's transforms: about a second of CPU and of wall time
-in every job, however small. This pool keeps processes ready instead, with all of that
-imported ("spares", two by default: a job takes one, and a job that follows at once, while its
-replacement is still importing, takes the other). A job's request hands a spare its addresses,
-one line of JSON on its input, and the spare runs Beam's worker for the job exactly as Beam's
-pool would have
+in every job, however small. This pool keeps one process ready instead (``--spares``), with all
+of that imported (a "spare"). A job's request hands the spare its addresses, one line of JSON on
+its input, and the spare runs Beam's worker for the job exactly as Beam's pool would have
 (``SdkHarness(...).run()``).
 
 The next spare starts as soon as one is taken, and does its imports at the operating system's
@@ -245,7 +243,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--service_port", type=int, required=True, help="the port jobs' runners ask for workers on")
     from pipeline.runtime.facade import is_on
 
-    parser.add_argument("--spares", type=int, default=2 if is_on() else 0,
+    parser.add_argument("--spares", type=int, default=1 if is_on() else 0,
                         help="worker processes kept ready, about 135 MB each (0: Beam's own pool; the default "
                              "with BEAM_BPE_PLAIN_BEAM)")
     args = parser.parse_args(argv)

@@ -182,4 +182,4 @@ def test_beam_bpe_plain_beam_makes_it_beams_own_pool(tmp_path, monkeypatch):
     worker_pool.main(["--service_port=1"])
     monkeypatch.setenv("BEAM_BPE_PLAIN_BEAM", "1")
     worker_pool.main(["--service_port=2"])
-    assert served == [(1, 2), (2, 0)]
+    assert served == [(1, 1), (2, 0)]
