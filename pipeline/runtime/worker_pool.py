@@ -14,12 +14,12 @@ its input, and the spare runs Beam's worker for the job exactly as Beam's pool w
 The next spare starts as soon as one is taken, and does its imports at the operating system's
 idle priority (``SCHED_IDLE``): on a busy host it gets only the CPU that jobs leave unused, so
 making it ready does not compete with the job that took the last one, however soon after the
-job's start it begins. That takes a session of its own as well: where Linux groups processes by
-session (autogroups, the default on most distributions) it shares CPU between the groups first
-and only then between a group's threads by their policy, so a spare at idle priority in the
-pool's session took as much CPU as a group of its own, about 1 CPU-second of a 240 MB encode on a
-2-core host while the job's workers waited. In its own session the spare's group gets the
-lowest weight (nice 19). It comes back to normal priority the moment a job takes it, set there by
+job's start it begins. That takes an autogroup of its own as well (``setsid``): where Linux
+groups processes into autogroups, one for each ``setsid`` (the default on most distributions), it
+shares CPU between the groups first and only then between a group's threads by their policy, so
+a spare at idle priority in the pool's autogroup took as much CPU as a group of its own, about 1
+CPU-second of a 240 MB encode on a 2-core host while the job's workers waited. In its own
+autogroup the spare gets the lowest weight (nice 19). It comes back to normal priority the moment a job takes it, set there by
 the pool, so a job that takes a spare still importing does not wait for it at idle priority. Where the
 pool may not bring a process back from idle priority (no root, no CAP_SYS_NICE), the spare
 imports at normal priority and starts a few seconds after the last one was taken
@@ -133,7 +133,7 @@ def idle_priority_is_reversible() -> bool:
 
 
 def _to_background() -> None:
-    """This process to idle priority, in a session (so an autogroup) of its own at the lowest weight."""
+    """This process to idle priority, in an autogroup of its own (``setsid``) at the lowest weight."""
     os.setsid()  # a spare is never a process group leader, so this cannot fail
     _set_autogroup_nice(19)
     _set_priority(os.SCHED_IDLE)
@@ -148,7 +148,7 @@ def _to_foreground(pid: int | str = "self") -> None:
 
 
 def _set_autogroup_nice(nice: int, pid: int | str = "self") -> None:
-    """The weight of process ``pid``'s autogroup, where the kernel groups by session (otherwise nothing
+    """The weight of process ``pid``'s autogroup, where the kernel has autogroups (otherwise nothing
     to do). Without CAP_SYS_ADMIN the kernel takes one change a tenth of a second at most, machine-wide
     (EAGAIN), so a refused change is tried again for a second. A change still refused costs speed
     only, so it is said in the pool's log and the worker goes on."""
