@@ -19,11 +19,11 @@ groups processes into autogroups, one for each ``setsid`` (the default on most d
 shares CPU between the groups first and only then between a group's threads by their policy, so
 a spare at idle priority in the pool's autogroup took as much CPU as a group of its own, about 1
 CPU-second of a 240 MB encode on a 2-core host while the job's workers waited. In its own
-autogroup the spare gets the lowest weight (nice 19). It comes back to normal priority the moment a job takes it, set there by
-the pool, so a job that takes a spare still importing does not wait for it at idle priority. Where the
-pool may not bring a process back from idle priority (no root, no CAP_SYS_NICE), the spare
-imports at normal priority and starts a few seconds after the last one was taken
-(``_REFILL_DELAY``), once the job's own start-up is past. When no spare is ready (a second
+autogroup the spare gets the lowest weight (nice 19). It comes back to normal priority the
+moment a job takes it, set there by the pool, so a job that takes a spare still importing does
+not wait for it at idle priority. Where the pool may not bring a process back from idle priority
+(no root, no CAP_SYS_NICE), the spare imports at normal priority and starts a few seconds after
+the last one was taken (``_REFILL_DELAY``), once the job's own start-up is past. When no spare is ready (a second
 worker at once, a spare that died), the request goes to Beam's pool as usual, so the pool
 changes when workers start, never what they do.
 
