@@ -12,7 +12,7 @@ reaching into Beam's process model and private names, behind one facade and one 
     runner.py          the FnApiRunner that takes the warm workers
     live_counters.py   the counters of a running job, for the progress display
     stopping.py        SIGINT and SIGTERM during a job, a worker killed: one line, every worker ended
-    worker_pool.py     the SDK worker pool for Flink and Spark hosts, a worker kept ready for the next job
+    worker_pool.py     the SDK worker pool for Flink and Spark hosts, workers copied from one ready process
 """
 
 from pipeline.runtime.facade import (

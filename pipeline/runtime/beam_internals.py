@@ -106,11 +106,11 @@ BEAM_PRIVATE_NAMES: tuple[BeamName, ...] = (
     BeamName(_MONITORING_INFOS, "is_counter", "runtime.live_counters: the user counters"),
     BeamName(_MONITORING_INFOS, "parse_namespace_and_name", "runtime.live_counters: a counter's key"),
     BeamName(_MONITORING_INFOS, "extract_counter_value", "runtime.live_counters: a counter's value"),
-    # pipeline.runtime.worker_pool: Beam's worker pool for EXTERNAL environments, with spares.
+    # pipeline.runtime.worker_pool: Beam's worker pool for EXTERNAL environments, workers copied from a template.
     BeamName("apache_beam.runners.worker.worker_pool_main", "BeamFnExternalWorkerPoolServicer",
-             "runtime.worker_pool: subclassed; a spare's worker is registered as Beam's are",
+             "runtime.worker_pool: subclassed; a copy's worker is registered (and stopped) as Beam's are",
              attributes=("_worker_processes", "_state_cache_size", "_data_buffer_time_limit_ms")),
-    BeamName("apache_beam.runners.worker.sdk_worker", "SdkHarness", "runtime.worker_pool: a spare runs it, as Beam's pool"),
+    BeamName("apache_beam.runners.worker.sdk_worker", "SdkHarness", "runtime.worker_pool: a copy runs it, as Beam's pool"),
     # pipeline.runtime.worker, beam_import, s3_sessions.
     BeamName("apache_beam.runners.worker.sdk_worker_main", "main", "runtime.worker: runs Beam's worker"),
     S3_CLIENT_BOTO3,

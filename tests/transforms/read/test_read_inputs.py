@@ -118,3 +118,16 @@ def test_an_object_store_prefix_means_the_files_under_it(s3_bucket):
         assert match_inputs(["s3://corpus/dir"]) == ["s3://corpus/dir/a.txt", "s3://corpus/dir/b.txt"]
     check_read(["s3://corpus/dir"], text_documents("s3://corpus/dir/a.txt", [b"a\n"])
                + text_documents("s3://corpus/dir/b.txt", [b"b\n"]), options=options)
+
+
+def test_files_are_planned_largest_first_whatever_their_names_and_patterns(tmp_path):
+    # A runner spreads the reads in the order they come (Flink deals them out in turn): largest
+    # first, two workers' shares differ by less than one file.
+    from transforms.read.matching import MatchedFile, MatchFilesFn
+
+    sizes = {"a.txt": 10, "b.txt": 300, "c.txt": 20, "d.txt": 300, "e.txt": 5}
+    for name, size in sizes.items():
+        (tmp_path / name).write_bytes(b"x\n" * (size // 2))
+    out = list(MatchFilesFn().process([str(tmp_path / "[ace].txt"), str(tmp_path / "*.txt")]))
+    assert [(os.path.basename(f.path), f.size) for f in out if isinstance(f, MatchedFile)] == [
+        ("b.txt", 300), ("d.txt", 300), ("c.txt", 20), ("a.txt", 10), ("e.txt", 4)]
