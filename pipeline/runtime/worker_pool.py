@@ -12,10 +12,11 @@ copy of the template (``os.fork``): it starts with everything imported, in a few
 and shares the template's memory until it writes to it. The copy runs Beam's worker for the job
 exactly as Beam's pool would have (``SdkHarness(...).run()``).
 
-The template never starts a thread, so a copy of it is sound: gRPC, which Beam's worker uses,
-is only imported there, never started. Copies are reaped by the kernel (the template ignores
-SIGCHLD); the pool follows each through a pidfd, which names that process and no later one with
-its number. When the template has died, the request goes to Beam's pool as usual while a new
+The template starts no thread, so a copy of it is sound: gRPC, which Beam's worker uses, is only
+imported there, never started (the threads numpy's and pyarrow's imports start stay behind, as
+their fork handlers expect). The template reaps its copies as they end, so their CPU time is
+counted in its children's, as any parent's; the pool follows each copy through a pidfd, which
+names that process and no later one with its number. When the template has died, the request goes to Beam's pool as usual while a new
 template starts, so the pool changes when workers start, never what they do.
 
 A template whose pool has gone sees its input end and exits. ``--plain`` is Beam's pool, and so
@@ -187,7 +188,7 @@ def _run_template() -> None:
         worker.import_ahead(sorted({module for modules in WORKER_MODULES.values() for module in modules}))
 
     worker.start_up(prepare)  # what the imports made is frozen, as in any beam-bpe worker
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the copies
+    signal.signal(signal.SIGCHLD, _reap_copies)
     jobs, answers = sys.stdin.buffer, sys.stdout.buffer
     for line in iter(jobs.readline, b""):
         job = json.loads(line)
@@ -199,10 +200,18 @@ def _run_template() -> None:
         answers.flush()
 
 
+def _reap_copies(unused_signal, unused_frame) -> None:
+    """Reaps every copy that has ended. Not ``SIGCHLD`` ignored: the kernel would reap them as
+    well, but their CPU time would then be counted nowhere (not in the template's children's)."""
+    with contextlib.suppress(ChildProcessError):  # no copy left
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+
+
 def _run_copy(job: dict) -> None:
     """A copy of the template: runs Beam's worker for ``job`` and exits, never returning."""
     try:
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # its own children are its to wait for
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # its own children are its to wait for, not the template's
         nothing = os.open(os.devnull, os.O_RDWR)
         os.dup2(nothing, 0)  # not the template's requests
         os.dup2(nothing, 1)  # not the template's answers

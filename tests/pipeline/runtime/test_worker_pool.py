@@ -50,6 +50,12 @@ def _templates(pool: subprocess.Popen) -> list[int]:
     return found
 
 
+def _children_cpu_seconds(pid: int) -> float:
+    """The CPU time of process ``pid``'s reaped children (cutime + cstime)."""
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+
+
 def _ended(pid: int) -> bool:
     try:
         return pathlib.Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
@@ -97,9 +103,12 @@ def test_each_job_runs_in_a_copy_of_the_template(pool, tmp_path):
     (first_pid, first_parent), (second_pid, second_parent) = first.pop(), second.pop()
     assert first_parent == second_parent == template
     assert [int(pid) for pid in COPIED.findall(log.read_text())] == [first_pid, second_pid]
-    # A copy ends with its job (the kernel reaps it: the template ignores SIGCHLD); the template stays.
-    _wait_for(lambda: _ended(first_pid) and _ended(second_pid), "the copies to end")
-    assert not os.path.exists(f"/proc/{first_pid}") and _templates(process) == [template]
+    # A copy ends with its job, and the template reaps it, so its CPU time counts in the template's
+    # children's (an ignored SIGCHLD would reap it too, and lose that); the template stays.
+    _wait_for(lambda: not os.path.exists(f"/proc/{first_pid}") and not os.path.exists(f"/proc/{second_pid}"),
+              "the copies to end and be reaped")
+    assert _templates(process) == [template]
+    assert _children_cpu_seconds(template) > 0
 
 
 def test_the_template_has_no_thread_but_those_numpy_and_pyarrow_start(pool, tmp_path):
