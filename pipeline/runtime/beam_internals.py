@@ -113,6 +113,9 @@ BEAM_PRIVATE_NAMES: tuple[BeamName, ...] = (
     BeamName("apache_beam.runners.worker.sdk_worker", "SdkHarness", "runtime.worker_pool: a copy runs it, as Beam's pool"),
     # pipeline.runtime.worker, beam_import, s3_sessions.
     BeamName("apache_beam.runners.worker.sdk_worker_main", "main", "runtime.worker: runs Beam's worker"),
+    BeamName("apache_beam.runners.worker.statesampler", "StateSampler",
+             "runtime.worker: subclassed with a shorter sampling period and put in its place, where the bundle "
+             "processors make theirs", attributes=("sampling_period_ms",)),
     S3_CLIENT_BOTO3,
     BIGQUERY,
     # pipeline.command_machinery.runners and pipeline.command_machinery.progress (not start-up machinery, but private all the same).

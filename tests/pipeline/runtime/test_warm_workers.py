@@ -66,6 +66,26 @@ def test_a_job_runs_on_the_warm_workers_and_empties_the_pool(tmp_path):
     assert warm_workers._idle == []
 
 
+class _SamplingPeriod(beam.DoFn):
+    def process(self, unused):
+        from apache_beam.runners.worker import statesampler
+
+        yield statesampler.get_current_tracker().sampling_period_ms
+
+
+def test_a_warm_workers_bundles_sample_their_steps_times_often_so_their_ends_do_not_wait(tmp_path):
+    # Beam's sampler wakes every 200 ms, and each bundle's end waits for it (pipeline.runtime.worker).
+    from pipeline.runtime.worker import SAMPLING_PERIOD_MS
+
+    warm_workers.start(2, ["transforms.read"])
+    options = pipeline_options(["--direct_running_mode=multi_processing", "--direct_num_workers=2"])
+    with new_pipeline(options) as p:
+        _ = (p | beam.Create(range(40)) | beam.Reshuffle() | beam.ParDo(_SamplingPeriod())
+             | beam.Map(lambda period, d=str(tmp_path): _write_pids([period], d)))
+    assert {int(name) for name in os.listdir(tmp_path)} == {SAMPLING_PERIOD_MS}
+    assert warm_workers._idle == []
+
+
 def test_with_no_warm_worker_left_the_job_starts_its_own(tmp_path):
     assert warm_workers._idle == []
     options = pipeline_options(["--direct_running_mode=multi_processing", "--direct_num_workers=2"])

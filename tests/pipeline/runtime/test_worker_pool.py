@@ -130,6 +130,17 @@ def test_a_copys_job_does_not_collect_the_templates_start_up_objects_again(pool,
     assert min(_job_values(port, tmp_path / "one", gc.get_freeze_count)) > 50_000
 
 
+def test_a_copys_bundles_sample_their_steps_times_often_so_their_ends_do_not_wait(pool, tmp_path):
+    # Beam's sampler wakes every 200 ms, and each bundle's end waits for it (pipeline.runtime.worker).
+    from apache_beam.runners.worker import statesampler
+
+    from pipeline.runtime.worker import SAMPLING_PERIOD_MS
+
+    port, _, _ = pool
+    period = _job_values(port, tmp_path / "one", lambda: statesampler.get_current_tracker().sampling_period_ms)
+    assert period == {SAMPLING_PERIOD_MS} and SAMPLING_PERIOD_MS < statesampler.DEFAULT_SAMPLING_PERIOD_MS
+
+
 def test_a_template_that_died_is_replaced_and_meanwhile_a_job_gets_beams_start(pool, tmp_path):
     port, log, process = pool
     _wait_for(lambda: len(_templates(process)) == 1, "the template")
