@@ -54,7 +54,7 @@ class _Template:
     def __init__(self):
         self._lock = threading.Lock()
         self._process = self._start()
-        atexit.register(self._process.kill)
+        atexit.register(lambda: self._process.kill())  # the one running then, a replacement or not
 
     @staticmethod
     def _start() -> subprocess.Popen:
@@ -160,9 +160,10 @@ def _serve(port: int, plain: bool) -> None:
     # The same server Beam's pool makes: keepalive pings without data are never refused.
     server = grpc.server(thread_pool_executor.shared_unbounded_instance(),
                          options=[("grpc.http2.max_pings_without_data", 0), ("grpc.http2.max_ping_strikes", 0)])
-    pool_class = BeamFnExternalWorkerPoolServicer if plain else _pool_class()
-    pool = pool_class(use_process=True, state_cache_size=0, data_buffer_time_limit_ms=-1) if plain else \
-        pool_class(state_cache_size=0, data_buffer_time_limit_ms=-1)
+    if plain:
+        pool = BeamFnExternalWorkerPoolServicer(use_process=True, state_cache_size=0, data_buffer_time_limit_ms=-1)
+    else:
+        pool = _pool_class()(state_cache_size=0, data_buffer_time_limit_ms=-1)
     beam_fn_api_pb2_grpc.add_BeamFnExternalWorkerPoolServicer_to_server(pool, server)
     server.add_insecure_port(f"[::]:{port}")
     server.start()
