@@ -16,8 +16,9 @@ The template starts no thread, so a copy of it is sound: gRPC, which Beam's work
 imported there, never started (the threads numpy's and pyarrow's imports start stay behind, as
 their fork handlers expect). The template reaps its copies as they end, so their CPU time is
 counted in its children's, as any parent's; the pool follows each copy through a pidfd, which
-names that process and no later one with its number. When the template has died, the request goes to Beam's pool as usual while a new
-template starts, so the pool changes when workers start, never what they do.
+names that process and no later one with its number. When the template has died, the request
+goes to Beam's pool as usual while a new template starts, so the pool changes when workers
+start, never what they do.
 
 A template whose pool has gone sees its input end and exits. ``--plain`` is Beam's pool, and so
 is the default when ``BEAM_BPE_PLAIN_BEAM`` turns beam-bpe's start-up machinery off.
