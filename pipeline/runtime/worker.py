@@ -75,13 +75,7 @@ def _sample_step_times_every(milliseconds: int) -> None:
     ``StateSampler``, so a subclass with this period put there is the one they use."""
     from apache_beam.runners.worker import statesampler
 
-    beams = statesampler.StateSampler
-    if getattr(beams, "beam_bpe_period", None) == milliseconds:
-        return  # done already (the template's copies settle again)
-
-    class _StateSampler(beams):
-        beam_bpe_period = milliseconds
-
+    class _StateSampler(statesampler.StateSampler):
         def __init__(self, prefix, counter_factory, sampling_period_ms=milliseconds):
             super().__init__(prefix, counter_factory, sampling_period_ms)
 

@@ -99,11 +99,6 @@ class _Copy:
             self._pidfd = None
             self.returncode = 0
 
-    def poll(self) -> int | None:
-        if self.returncode is None and select.select([self._pidfd], [], [], 0)[0]:
-            self._ended()
-        return self.returncode
-
     def wait(self, timeout: float | None = None) -> int:
         if self.returncode is None:
             if not select.select([self._pidfd], [], [], timeout)[0]:

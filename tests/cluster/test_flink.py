@@ -67,7 +67,8 @@ def _sdk_workers_started() -> tuple[int, int]:
     and how many of them as copies of the pool's ready template (pipeline.runtime.worker_pool)."""
     state = StateDir.at(STATE_DIR)
     logs = [(state.host_dir("flink", f"tm{index}") / "sdk-pool.log").read_text(errors="replace") for index in (1, 2)]
-    return sum(log.count("Starting worker") for log in logs), sum(log.count("a copy of the ready template") for log in logs)
+    started = sum(log.count("Starting worker") for log in logs)
+    return started, sum(log.count("a copy of the ready template") for log in logs)
 
 
 def test_encode_on_flink_gives_directrunners_shards_and_stats(flink, work):
